@@ -1,0 +1,1 @@
+"""The ``nebula`` command. Each module registers its subcommands; ``main`` dispatches."""

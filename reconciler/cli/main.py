@@ -1,0 +1,56 @@
+"""Entry point of the ``nebula`` console script."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from reconciler.cli import output
+from reconciler.errors import NebulaError, RefusedError, UnauthorizedError
+
+# Modules that contribute subcommands: each has ``register(subparsers)`` and sets
+# ``func`` on its parsers to a callable taking the parsed namespace and returning an exit code.
+COMMAND_MODULES = ("reconciler.cli.files",)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Bad usage: one line on stderr, exit 2 (argparse's own convention, kept explicit)."""
+        self.print_usage(sys.stderr)
+        output.error(message)
+        raise SystemExit(output.EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="nebula", description="Nebula: GitOps deployments with approvals.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Handler | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return output.EXIT_USAGE
+    try:
+        return func(args)
+    except (RefusedError, UnauthorizedError) as exc:
+        output.error(exc.message)
+        return output.EXIT_REFUSED
+    except NebulaError as exc:
+        output.error(exc.message)
+        return output.EXIT_REFUSED
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,179 @@
+"""The names of things that have a state. Enums exist to prevent typos in string literals.
+
+Values are the spec's spelling (``awaiting-approval``, ``route-activation``): they are what
+the CLI's JSON, the HTTP API and the events table show.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class DeploymentState(StrEnum):
+    AWAITING_APPROVAL = "awaiting-approval"
+    PENDING = "pending"
+    ADMITTED = "admitted"
+    RELEASING = "releasing"
+    STARTING = "starting"
+    QUALIFYING = "qualifying"
+    ACTIVATING = "activating"
+    DRAINING = "draining"
+    HEALTHY = "healthy"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    SUPERSEDED = "superseded"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATES
+
+    @property
+    def is_taking_traffic(self) -> bool:
+        """Activating or draining: stopping it halfway could leave nothing serving."""
+        return self in (DeploymentState.ACTIVATING, DeploymentState.DRAINING)
+
+    @property
+    def reaches_cluster(self) -> bool:
+        """Past pending: something of this deployment may exist on the cluster."""
+        return self in STAGES_ON_CLUSTER
+
+
+FINAL_STATES = frozenset(
+    {
+        DeploymentState.HEALTHY,
+        DeploymentState.FAILED,
+        DeploymentState.REJECTED,
+        DeploymentState.CANCELLED,
+        DeploymentState.SUPERSEDED,
+    }
+)
+
+# The stages a deployment walks, in order, once it is admitted.
+STAGES_ON_CLUSTER = (
+    DeploymentState.ADMITTED,
+    DeploymentState.RELEASING,
+    DeploymentState.STARTING,
+    DeploymentState.QUALIFYING,
+    DeploymentState.ACTIVATING,
+    DeploymentState.DRAINING,
+)
+
+# The visible path on the status page: every state a successful deployment may pass.
+HAPPY_PATH = (
+    DeploymentState.AWAITING_APPROVAL,
+    DeploymentState.PENDING,
+    *STAGES_ON_CLUSTER,
+    DeploymentState.HEALTHY,
+)
+
+
+class DeploymentKind(StrEnum):
+    DEPLOY = "deploy"
+    ROLLBACK = "rollback"
+    PROMOTE = "promote"
+
+
+class Blocker(StrEnum):
+    """Why a deployment (or a project) cannot move; a failed deployment names the one it stopped on."""
+
+    CONFIGURATION = "configuration"
+    DELIVERY = "delivery"
+    STALLED = "stalled"
+    WAITING = "waiting"
+    RELEASE_COMMAND = "release-command"
+    IMAGE_PULL = "image-pull"
+    CAPACITY = "capacity"
+    READINESS = "readiness"
+    ROUTE_ACTIVATION = "route-activation"
+
+
+class ChangeSetState(StrEnum):
+    DRAFT = "draft"
+    PENDING_APPROVAL = "pending-approval"
+    APPLIED = "applied"
+    REJECTED = "rejected"
+    DISCARDED = "discarded"
+    FAILED = "failed"
+
+    @property
+    def is_open(self) -> bool:
+        return self in (ChangeSetState.DRAFT, ChangeSetState.PENDING_APPROVAL)
+
+
+class LineKind(StrEnum):
+    """The kinds of change-set line (behaviour.md, "From git to change sets")."""
+
+    VARIABLE_SET = "variable-set"
+    VARIABLE_DELETE = "variable-delete"
+    REPLICAS = "replicas"
+    INSTANCE_SIZE = "instance-size"
+    VOLUME_SIZE = "volume-size"
+    AUTO_DEPLOY = "auto-deploy"
+    RELEASE = "release"
+    FIRST_DEPLOY = "first-deploy"
+    REMOVAL = "removal"
+    FAILOVER = "automatic-failover"
+
+    @property
+    def needs_deployment(self) -> bool:
+        """Settings that change no running workload apply without a new release."""
+        return self not in (LineKind.AUTO_DEPLOY,)
+
+
+class ApprovalState(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class ApprovalTarget(StrEnum):
+    CHANGESET = "changeset"
+    DEPLOYMENT = "deployment"
+
+
+class ApprovalRule(StrEnum):
+    """Why an approval passed at once (it is still recorded, with the rule and who)."""
+
+    ROLLBACKS_SKIP_APPROVAL = "rollbacks-skip-approval"
+    REQUESTER_CAN_DECIDE = "requester-can-decide"
+    SKIP_PRODUCTION_APPROVAL = "skip-production-approval"
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+
+    @property
+    def can_decide(self) -> bool:
+        return self in (Role.OWNER, Role.ADMIN)
+
+
+class ReleaseStatus(StrEnum):
+    CREATED = "created"  # made for a deployment that has not gone healthy (yet)
+    ACTIVE = "active"
+    RETIRED = "retired"  # one of the 3 most recent: available for rollback
+    UNAVAILABLE = "unavailable"  # older retired releases; rows and events are kept
+    ABANDONED = "abandoned"  # its deployment ended without going healthy
+
+
+class ServiceKind(StrEnum):
+    SERVICE = "service"
+    DATABASE = "database"
+
+
+class ServiceStatus(StrEnum):
+    ACTIVE = "active"
+    PENDING_TEARDOWN = "pending-teardown"
+    REMOVED = "removed"
+
+
+class DecisionChannel(StrEnum):
+    CLI = "cli"
+    API = "api"
+    SLACK = "slack"
+    RULE = "rule"
+    EXPIRY = "expiry"

@@ -1,0 +1,39 @@
+"""Durations as people write them in settings: ``90s``, ``5m``, ``24h``, ``2d``."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from reconciler.errors import ConfigurationError
+
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+
+
+def parse_duration(text: str, *, setting: str = "duration") -> timedelta:
+    """``'1h30m'`` -> 5400 s. A bare number means seconds, as in ``--interval 60``."""
+    raw = text.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", raw):
+        return timedelta(seconds=float(raw))
+    pos, total = 0, 0.0
+    for match in _PART.finditer(raw):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(raw) or not raw:
+        raise ConfigurationError(
+            f"{setting}: {text!r} is not a duration",
+            hint="write it as a number and a unit, e.g. 90s, 5m, 24h",
+        )
+    return timedelta(seconds=total)
+
+
+def format_duration(value: timedelta) -> str:
+    seconds = int(value.total_seconds())
+    if seconds % 3600 == 0 and seconds:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0 and seconds:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"

@@ -1,0 +1,114 @@
+"""Checks that need a whole environment: references, dependencies, cycles, volumes."""
+
+from __future__ import annotations
+
+from reconciler.model import graph, references
+from reconciler.model.positions import Path
+from reconciler.model.problems import Code, Problems
+from reconciler.model.reading import Locate
+from reconciler.model.specs import DATABASE_KEYS, DatabaseSpec, EnvironmentConfig, ServiceSpec
+
+
+def check_environment(
+    problems: Problems, config: EnvironmentConfig, locates: dict[str, Locate]
+) -> None:
+    """References, dependencies, cycles and volumes: checks that need the whole environment."""
+    units = {u.name: u for u in config.units()}
+    for service in config.services:
+        locate = locates[service.name]
+        base: Path = ("services", service.name)
+        for key, value in service.variables:
+            where = locate((*base, "variables", key))
+            for ref in references.references(value):
+                _check_reference(problems, where, service, ref, units)
+        for index, dep in enumerate(service.depends_on):
+            where = locate((*base, "deploy", "depends_on", index))
+            if dep == service.name:
+                problems.add(
+                    where,
+                    Code.SELF_DEPENDENCY,
+                    f"service '{dep}' depends on itself",
+                    f"remove '{dep}' from its depends_on",
+                )
+            elif dep not in units:
+                problems.add(
+                    where,
+                    Code.UNKNOWN_DEPENDENCY,
+                    f"depends_on names '{dep}', which is not a service or database of this file",
+                    f"known: {', '.join(sorted(units)) or '(none)'}",
+                )
+        if service.volumes and not service.downtime_accepted:
+            for volume in service.volumes:
+                if not (volume.accept_downtime or service.accept_downtime):
+                    problems.add(
+                        locate((*base, "volumes", volume.name)),
+                        Code.VOLUME_WITHOUT_DOWNTIME,
+                        f"volume '{volume.name}' of service '{service.name}' needs accept_downtime = true",
+                        "a release of a service with a volume stops the running release before the "
+                        f"new one starts; add accept_downtime = true to [services.{service.name}.volumes.{volume.name}]",
+                        key=True,
+                    )
+    edges = [e for e in graph.edges(config) if e.source != e.target]
+    cycle = graph.find_cycle(units, edges)
+    if cycle is not None:
+        first = next(e for e in edges if e.source == cycle[0] and e.target == cycle[1])
+        locate = locates[first.source]
+        base = ("services", first.source)
+        where = (
+            locate((*base, "deploy", "depends_on"))
+            if first.via is graph.Via.DEPENDS_ON
+            else locate((*base, "variables", first.detail))
+        )
+        problems.add(
+            where,
+            Code.DEPENDENCY_CYCLE,
+            f"dependency cycle: {' -> '.join(cycle)}",
+            "break the cycle: remove one depends_on entry or ${{ svc.KEY }} reference along it",
+        )
+
+
+def _check_reference(
+    problems: Problems,
+    where: Path,
+    service: ServiceSpec,
+    ref: references.Reference,
+    units: dict[str, ServiceSpec | DatabaseSpec],
+) -> None:
+    if ref.kind is references.RefKind.SECRET:
+        return
+    target = units.get(ref.target)
+    known = ", ".join(sorted(units)) or "(none)"
+    if target is None:
+        what = "service" if ref.kind is references.RefKind.HOST else "service or database"
+        problems.add(
+            where,
+            Code.UNKNOWN_REFERENCE,
+            f"{ref} names unknown {what} '{ref.target}'",
+            f"known: {known}",
+        )
+        return
+    if ref.kind is references.RefKind.HOST:
+        return
+    if ref.target == service.name:
+        problems.add(
+            where,
+            Code.SELF_DEPENDENCY,
+            f"service '{service.name}' depends on itself: {ref} reads its own variable",
+            f"write the value of {ref.key} directly",
+        )
+        return
+    if isinstance(target, DatabaseSpec):
+        if ref.key not in DATABASE_KEYS:
+            problems.add(
+                where,
+                Code.UNKNOWN_REFERENCE,
+                f"{ref}: database '{target.name}' exports no '{ref.key}'",
+                f"a database exports: {', '.join(DATABASE_KEYS)}",
+            )
+    elif ref.key not in target.variable_map:
+        problems.add(
+            where,
+            Code.UNKNOWN_REFERENCE,
+            f"{ref}: service '{target.name}' has no variable '{ref.key}'",
+            f"its variables: {', '.join(sorted(target.variable_map)) or '(none)'}",
+        )

@@ -1,0 +1,165 @@
+"""nebula.toml text -> a validated ``ProjectFile``, or every problem found.
+
+Problems are collected, not raised one at a time: a user fixing a file wants the whole list.
+Each environment's effective configuration (base tables with that environment's overrides
+merged in) is validated on its own, so an override that breaks only production is reported
+at the override's line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+
+from reconciler.errors import InvalidFileError
+from reconciler.model import crosschecks, positions, units
+from reconciler.model.problems import Code, Problem, Problems, Severity
+from reconciler.model.reading import (
+    Reader,
+    check_slug,
+)
+from reconciler.model.specs import (
+    EnvironmentConfig,
+    EnvironmentSpec,
+    Location,
+    ProjectFile,
+)
+
+TOP_KEYS = ("project", "environments", "services", "databases")
+PROJECT_KEYS = ("name",)
+ENVIRONMENT_KEYS = ("protected",)
+
+
+def load(text: str, path: str = "nebula.toml") -> ProjectFile:
+    """The validated file; raises ``InvalidFileError`` carrying every error."""
+    project, problems = check(text, path)
+    if project is None:
+        raise InvalidFileError([p for p in problems if p.severity is Severity.ERROR])
+    return project
+
+
+def check(text: str, path: str = "nebula.toml") -> tuple[ProjectFile | None, list[Problem]]:
+    """The file if it has no errors (warnings allowed), and every problem found, in file order."""
+    try:
+        data = tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as exc:
+        message = str(exc).split(" at line ")[0]
+        return None, [
+            Problem(
+                Location(path, exc.line, exc.col),
+                Code.SYNTAX,
+                f"invalid TOML: {message[0].lower() + message[1:] if message else 'syntax error'}",
+                "check quotes, brackets and '=' on this line (see https://toml.io)",
+            )
+        ]
+    except (tomlkit.exceptions.TOMLKitError, ValueError) as exc:
+        return None, [
+            Problem(
+                Location(path, 1, 1), Code.SYNTAX, f"invalid TOML: {exc}", "see https://toml.io"
+            )
+        ]
+    problems = Problems(path, positions.scan(text))
+    project = _FileReader(problems, data).read(text)
+    ordered = problems.sorted()
+    if problems.errors:
+        return None, ordered
+    return project, ordered
+
+
+class _FileReader:
+    def __init__(self, problems: Problems, data: dict[str, Any]) -> None:
+        self.problems = problems
+        self.top = Reader(problems, data, (), TOP_KEYS)
+
+    def read(self, text: str) -> ProjectFile:
+        name = None
+        if (table := self.top.table_of("project")) is not None:
+            name = Reader(self.problems, table, ("project",), PROJECT_KEYS).string("name")
+        environments = self._environments()
+        services = self._named_tables("services", "service")
+        databases = self._named_tables("databases", "database")
+        for dup in sorted(set(services) & set(databases)):
+            self.problems.add(
+                ("databases", dup),
+                Code.DUPLICATE_NAME,
+                f"'{dup}' names both a service and a database",
+                "give each service and database its own name",
+                key=True,
+            )
+        declared = tuple(e.name for e in environments)
+        for kind, tables in (("services", services), ("databases", databases)):
+            for unit, table in tables.items():
+                self._check_override_names(kind, unit, table, declared)
+        configs = []
+        for env in environments or (EnvironmentSpec("(no environment)"),):
+            read = {
+                unit: units.read_service(self.problems, unit, table, env.name)
+                for unit, table in services.items()
+            }
+            config = EnvironmentConfig(
+                env,
+                tuple(spec for spec, _ in read.values()),
+                tuple(
+                    units.read_database(self.problems, unit, table, env.name)
+                    for unit, table in databases.items()
+                ),
+            )
+            crosschecks.check_environment(
+                self.problems, config, {u: loc for u, (_, loc) in read.items()}
+            )
+            configs.append(config)
+        if not environments:
+            self.problems.add(
+                (),
+                Code.NO_ENVIRONMENTS,
+                "no environments are declared, so nothing will be deployed",
+                "add one, e.g. [environments.staging]",
+                severity=Severity.WARNING,
+            )
+            configs = []
+        return ProjectFile(
+            name, environments, tuple(configs), source=text, warnings=tuple(self.problems.warnings)
+        )
+
+    def _environments(self) -> tuple[EnvironmentSpec, ...]:
+        out = []
+        for env, table in self._named_tables("environments", "environment").items():
+            reader = Reader(self.problems, table, ("environments", env), ENVIRONMENT_KEYS)
+            out.append(EnvironmentSpec(env, reader.boolean("protected", False)))
+        return tuple(out)
+
+    def _named_tables(self, key: str, what: str) -> dict[str, dict[str, Any]]:
+        tables = self.top.table_of(key) or {}
+        out = {}
+        for name, table in tables.items():
+            if not check_slug(self.problems, (key, name), name, what):
+                continue
+            if not isinstance(table, dict):
+                self.problems.add(
+                    (key, name),
+                    Code.WRONG_TYPE,
+                    f"{key}.{name} must be a table, not a value",
+                    f"write it as a section: [{key}.{name}]",
+                )
+                continue
+            out[name] = table
+        return out
+
+    def _check_override_names(
+        self, kind: str, unit: str, table: dict[str, Any], declared: tuple[str, ...]
+    ) -> None:
+        overrides = table.get("environments")
+        if not isinstance(overrides, dict):
+            return
+        for env in overrides:
+            if env not in declared:
+                self.problems.add(
+                    (kind, unit, "environments", env),
+                    Code.UNKNOWN_ENVIRONMENT,
+                    f"override for unknown environment '{env}' in {kind}.{unit}",
+                    f"declare it with [environments.{env}] or use one of: "
+                    f"{', '.join(declared) or '(none declared)'}",
+                    key=True,
+                )
