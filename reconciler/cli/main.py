@@ -12,7 +12,7 @@ from reconciler.errors import NebulaError, RefusedError, UnauthorizedError
 
 # Modules that contribute subcommands: each has ``register(subparsers)`` and sets
 # ``func`` on its parsers to a callable taking the parsed namespace and returning an exit code.
-COMMAND_MODULES = ("reconciler.cli.files",)
+COMMAND_MODULES = ("reconciler.cli.files", "reconciler.cli.rendering")
 
 Handler = Callable[[argparse.Namespace], int]
 
