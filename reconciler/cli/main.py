@@ -12,7 +12,14 @@ from reconciler.errors import NebulaError, RefusedError, UnauthorizedError
 
 # Modules that contribute subcommands: each has ``register(subparsers)`` and sets
 # ``func`` on its parsers to a callable taking the parsed namespace and returning an exit code.
-COMMAND_MODULES = ("reconciler.cli.files", "reconciler.cli.rendering")
+COMMAND_MODULES = (
+    "reconciler.cli.files",
+    "reconciler.cli.rendering",
+    "reconciler.cli.projects",
+    "reconciler.cli.changesets",
+    "reconciler.cli.approvals",
+    "reconciler.cli.org",
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

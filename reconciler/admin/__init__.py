@@ -1,0 +1,1 @@
+"""The organization: members and tokens, policies, freeze windows, projects and secrets."""

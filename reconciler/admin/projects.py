@@ -1,0 +1,144 @@
+"""Registered projects: a git repository, a tracked branch and the path of its nebula.toml."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler.clock import Clock
+from reconciler.durations import parse_duration
+from reconciler.errors import ConfigurationError, NotFoundError, RefusedError
+from reconciler.model.reading import SLUG
+from reconciler.store import schema
+from reconciler.store.crypto import Vault
+
+SETTABLE = (
+    "concurrency",
+    "interval",
+    "branch",
+    "path",
+    "repo",
+    "slack_channel",
+    "webhook_secret",
+    "cluster.ENV",
+)
+
+
+def add(
+    session: Session,
+    clock: Clock,
+    slug: str,
+    repo: str,
+    *,
+    branch: str = "main",
+    path: str = "nebula.toml",
+    interval: timedelta = timedelta(seconds=60),
+) -> schema.Project:
+    if not SLUG.match(slug):
+        raise ConfigurationError(
+            f"'{slug}' is not a valid project slug",
+            hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
+        )
+    if find(session, slug) is not None:
+        raise RefusedError(f"A project named '{slug}' already exists", code="conflict")
+    if not repo.strip():
+        raise ConfigurationError("--repo is empty", hint="give a git URL or a local path")
+    _check_interval(interval)
+    project = schema.Project(
+        slug=slug,
+        repo_url=repo.strip(),
+        branch=branch,
+        path=path,
+        interval_seconds=int(interval.total_seconds()),
+        clusters={},
+        created_at=clock.now(),
+        next_poll_at=clock.now(),
+    )
+    session.add(project)
+    session.flush()
+    return project
+
+
+def _check_interval(interval: timedelta) -> None:
+    if interval.total_seconds() < 1:
+        raise ConfigurationError("the poll interval must be at least 1s", hint="e.g. --interval 60")
+
+
+def find(session: Session, slug: str) -> schema.Project | None:
+    return session.scalars(select(schema.Project).where(schema.Project.slug == slug)).first()
+
+
+def get(session: Session, slug: str) -> schema.Project:
+    project = find(session, slug)
+    if project is None:
+        raise NotFoundError(
+            f"No project named '{slug}'", hint="list them with: nebula project list"
+        )
+    return project
+
+
+def listing(session: Session) -> list[schema.Project]:
+    return list(session.scalars(select(schema.Project).order_by(schema.Project.slug)))
+
+
+def set_value(
+    session: Session, vault: Vault, project: schema.Project, key: str, value: str
+) -> None:
+    if key == "concurrency":
+        if value.strip().lower() in ("", "none", "unlimited", "0"):
+            project.concurrency = None
+            return
+        if not re.fullmatch(r"\d+", value.strip()):
+            raise ConfigurationError(
+                f"concurrency {value!r} is not a number", hint="e.g. 2, or unlimited"
+            )
+        project.concurrency = int(value)
+    elif key == "interval":
+        interval = parse_duration(value, setting="interval")
+        _check_interval(interval)
+        project.interval_seconds = int(interval.total_seconds())
+    elif key == "branch":
+        project.branch = value
+    elif key == "path":
+        project.path = value
+    elif key == "repo":
+        project.repo_url = value
+    elif key == "slack_channel":
+        project.slack_channel = value or None
+    elif key == "webhook_secret":
+        project.webhook_secret = vault.encrypt(value) if value else None
+    elif key.startswith("cluster."):
+        env = key.split(".", 1)[1]
+        project.clusters = {**(project.clusters or {}), env: value}
+    else:
+        raise ConfigurationError(
+            f"unknown project setting '{key}'", hint=f"settings: {', '.join(SETTABLE)}"
+        )
+
+
+def environment(session: Session, project: schema.Project, name: str) -> schema.Environment:
+    env = session.scalars(
+        select(schema.Environment).where(
+            schema.Environment.project_id == project.id, schema.Environment.name == name
+        )
+    ).first()
+    if env is None:
+        known = ", ".join(e.name for e in project.environments) or "none yet"
+        raise NotFoundError(
+            f"Project '{project.slug}' has no environment '{name}'", hint=f"environments: {known}"
+        )
+    return env
+
+
+def unit(session: Session, env: schema.Environment, name: str) -> schema.Unit:
+    row = session.scalars(
+        select(schema.Unit).where(schema.Unit.environment_id == env.id, schema.Unit.name == name)
+    ).first()
+    if row is None:
+        raise NotFoundError(
+            f"No service '{name}' in {env.project.slug}/{env.name}",
+        )
+    return row

@@ -1,0 +1,72 @@
+"""Server-side secrets per project and environment, encrypted at rest; never printed back."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler.clock import Clock
+from reconciler.errors import ConfigurationError
+from reconciler.store import schema
+from reconciler.store.crypto import Vault
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Reserved names under which Nebula keeps its own generated values (database passwords).
+DATABASE_PASSWORD = "nebula.database-password.{name}"
+
+
+def put(
+    session: Session,
+    clock: Clock,
+    vault: Vault,
+    project_id: int,
+    environment: str,
+    name: str,
+    value: str,
+) -> None:
+    if not (_NAME.match(name) or name.startswith("nebula.")):
+        raise ConfigurationError(
+            f"'{name}' is not a valid secret name",
+            hint="use letters, digits and '_' (e.g. STRIPE_KEY)",
+        )
+    row = session.scalars(
+        select(schema.Secret).where(
+            schema.Secret.project_id == project_id,
+            schema.Secret.environment == environment,
+            schema.Secret.name == name,
+        )
+    ).first()
+    if row is None:
+        session.add(
+            schema.Secret(
+                project_id=project_id,
+                environment=environment,
+                name=name,
+                ciphertext=vault.encrypt(value),
+                updated_at=clock.now(),
+            )
+        )
+    else:
+        row.ciphertext = vault.encrypt(value)
+        row.updated_at = clock.now()
+
+
+def names(session: Session, project_id: int, environment: str) -> set[str]:
+    rows = session.scalars(
+        select(schema.Secret.name).where(
+            schema.Secret.project_id == project_id, schema.Secret.environment == environment
+        )
+    )
+    return {n for n in rows if not n.startswith("nebula.")}
+
+
+def values(session: Session, vault: Vault, project_id: int, environment: str) -> dict[str, str]:
+    """Decrypted values, for applying to the cluster only; never for display."""
+    rows = session.scalars(
+        select(schema.Secret).where(
+            schema.Secret.project_id == project_id, schema.Secret.environment == environment
+        )
+    )
+    return {r.name: vault.decrypt(r.ciphertext) for r in rows}

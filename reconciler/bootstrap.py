@@ -1,0 +1,23 @@
+"""Wiring: settings -> a ``Context`` with the database, the vault and the git cache."""
+
+from __future__ import annotations
+
+from reconciler.clock import Clock, SystemClock
+from reconciler.context import Context
+from reconciler.gitsource.cache import GitCache
+from reconciler.gitsource.credentials import GitCredentials
+from reconciler.settings import Settings
+from reconciler.store.crypto import open_vault
+from reconciler.store.database import Database
+
+
+def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = True) -> Context:
+    db = Database(settings.resolved_database_url)
+    vault = open_vault(settings.secret_key, settings.state_dir)
+    cache = None
+    if git:
+        cache = GitCache(
+            settings.resolved_git_cache_dir,
+            credentials=GitCredentials.parse(settings.git_credentials),
+        )
+    return Context(db=db, clock=clock or SystemClock(), settings=settings, vault=vault, git=cache)

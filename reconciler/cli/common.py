@@ -1,0 +1,94 @@
+"""Helpers every command module shares: settings, the context, ``--json`` and ``--as``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from reconciler import bootstrap, settings
+from reconciler.context import Context
+from reconciler.errors import NotFoundError
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    Subparsers = argparse._SubParsersAction
+
+_CONTEXT: dict[str, Context] = {}
+
+
+def context(args: argparse.Namespace, *, git: bool = False) -> Context:
+    """One context per process (the CLI runs one command), built from settings on first use."""
+    key = f"git={git}"
+    if key not in _CONTEXT:
+        _CONTEXT[key] = bootstrap.open_context(
+            settings.load(config_file=getattr(args, "config", None)), git=git
+        )
+    return _CONTEXT[key]
+
+
+def reset() -> None:
+    """Forget the cached context (tests run several commands in one process)."""
+    for ctx in _CONTEXT.values():
+        ctx.db.dispose()
+        if ctx.git is not None:
+            ctx.git.close()
+    _CONTEXT.clear()
+
+
+@contextmanager
+def transaction(
+    args: argparse.Namespace, *, git: bool = False
+) -> Iterator[tuple[Context, Session]]:
+    ctx = context(args, git=git)
+    with ctx.db.transaction() as session:
+        yield ctx, session
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def add_as(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    parser.add_argument(
+        "--as", dest="actor", metavar="NAME", required=required, help="the member acting"
+    )
+
+
+def actor(args: argparse.Namespace, session: Session) -> str:
+    """The member named by ``--as`` (who must exist), or ``cli`` when none is given."""
+    from reconciler.admin import members
+
+    name: str | None = getattr(args, "actor", None)
+    if name is None:
+        return "cli"
+    if members.find(session, name) is None:
+        raise NotFoundError(
+            f"No member named '{name}'", hint=f"add one with: nebula member add {name} --role admin"
+        )
+    return name
+
+
+def parse_id(text: str, what: str) -> int:
+    raw = text.strip()
+    if not raw.isdigit():
+        raise NotFoundError(f"No {what} {text!r}: {what} ids are numbers")
+    return int(raw)
+
+
+def command(
+    subparsers: Subparsers, name: str, func: Callable[[argparse.Namespace], int], help_text: str
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help_text, description=help_text
+    )
+    parser.set_defaults(func=func)
+    return parser
+
+
+def yes_no(value: Any) -> str:
+    return "yes" if value else "no"

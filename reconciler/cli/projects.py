@@ -1,0 +1,154 @@
+"""``nebula project ...`` and ``nebula reconcile``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from reconciler import reconciling
+from reconciler.admin import projects
+from reconciler.cli import common, output
+from reconciler.durations import parse_duration
+from reconciler.gitsource.urls import sanitize_url
+
+
+def register(subparsers: common.Subparsers) -> None:
+    project = subparsers.add_parser("project", help="registered projects").add_subparsers(
+        dest="project_command", metavar="COMMAND", required=True
+    )
+    p = common.command(project, "add", project_add, "register a project to watch")
+    p.add_argument("slug")
+    p.add_argument("--repo", required=True, help="git URL or local path")
+    p.add_argument("--branch", default="main")
+    p.add_argument("--path", default="nebula.toml")
+    p.add_argument("--interval", default=None, help="poll interval, e.g. 60 or 5m (default 60s)")
+    common.add_json(p)
+    p = common.command(project, "list", project_list, "list projects")
+    common.add_json(p)
+    p = common.command(project, "set", project_set, "change a project setting")
+    p.add_argument("slug")
+    p.add_argument("key", help=", ".join(projects.SETTABLE))
+    p.add_argument("value")
+
+    p = common.command(
+        subparsers, "reconcile", reconcile, "one pass now: poll, stage, apply, advance"
+    )
+    p.add_argument("--project", help="only this project")
+    p.add_argument(
+        "--until-idle", action="store_true", help="repeat until nothing can move by itself"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="give up after S seconds (with --until-idle)"
+    )
+    common.add_json(p)
+
+
+def _project_json(p: object) -> dict[str, object]:
+    from reconciler.store import schema
+
+    assert isinstance(p, schema.Project)
+    return {
+        "slug": p.slug,
+        "repo": sanitize_url(p.repo_url),
+        "branch": p.branch,
+        "path": p.path,
+        "interval": p.interval_seconds,
+        "concurrency": p.concurrency,
+        "commit": p.last_commit,
+        "blocker": p.blocker,
+        "message": p.blocker_message,
+    }
+
+
+def project_add(args: argparse.Namespace) -> int:
+    interval = parse_duration(args.interval, setting="--interval") if args.interval else None
+    with common.transaction(args) as (ctx, session):
+        project = projects.add(
+            session,
+            ctx.clock,
+            args.slug,
+            args.repo,
+            branch=args.branch,
+            path=args.path,
+            interval=interval or ctx.settings.poll_interval,
+        )
+        data = _project_json(project)
+    if args.json:
+        output.print_json({"project": data})
+    else:
+        print(f"project {args.slug} watches {data['repo']} ({args.branch}, {args.path})")
+    return 0
+
+
+def project_list(args: argparse.Namespace) -> int:
+    with common.transaction(args) as (_, session):
+        rows = [_project_json(p) for p in projects.listing(session)]
+    if args.json:
+        output.print_json({"projects": rows})
+    else:
+        print(
+            output.table(
+                [
+                    [
+                        str(r["slug"]),
+                        str(r["repo"]),
+                        str(r["branch"]),
+                        str(r["commit"] or "")[:7],
+                        str(r["blocker"] or ""),
+                    ]
+                    for r in rows
+                ],
+                ["project", "repo", "branch", "commit", "blocker"],
+            )
+        )
+    return 0
+
+
+def project_set(args: argparse.Namespace) -> int:
+    with common.transaction(args) as (ctx, session):
+        project = projects.get(session, args.slug)
+        projects.set_value(session, ctx.vault, project, args.key, args.value)
+    shown = "***" if args.key == "webhook_secret" else args.value
+    print(f"{args.slug}: {args.key} = {shown}")
+    return 0
+
+
+def reconcile(args: argparse.Namespace) -> int:
+    ctx = common.context(args, git=True)
+    deadline = time.monotonic() + args.timeout
+    passes = 0
+    total_moved = 0
+    first: reconciling.PassReport | None = None
+    while True:
+        report = reconciling.run_once(ctx, args.project, poll=passes == 0)
+        first = first or report
+        passes += 1
+        total_moved += report.moved
+        if not args.until_idle or not report.busy:
+            break
+        if time.monotonic() > deadline:
+            output.error(
+                f"still busy after {args.timeout:g}s; stopping (run reconcile again to continue)"
+            )
+            return output.EXIT_REFUSED
+        if report.moved == 0:
+            time.sleep(0.05)
+    assert first is not None
+    summary = {
+        "passes": passes,
+        "polled": first.poll.polled,
+        "staged_changesets": [str(i) for i in first.poll.staged],
+        "blocked": first.poll.blocked,
+        "expired_approvals": first.expired,
+        "steps": total_moved,
+    }
+    if args.json:
+        output.print_json({"reconcile": summary})
+    else:
+        staged = len(first.poll.staged)
+        print(
+            f"reconciled: {passes} pass{'es' if passes != 1 else ''}, {staged} change set{'s' if staged != 1 else ''} staged, {total_moved} deployment step{'s' if total_moved != 1 else ''}"
+        )
+        for slug, blocker in first.poll.blocked.items():
+            print(f"  {slug}: blocked ({blocker})")
+    return 0

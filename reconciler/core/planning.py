@@ -1,0 +1,164 @@
+"""What a new nebula.toml changes in one environment: the lines of a change set.
+
+Lines are the fields whose value in the new file differs from the *last file recorded* for
+the environment (not the live state, so a rollback is not undone by a push that does not
+touch that service). Each line also carries ``before``, the live value when staged, which
+apply compares again to refuse drifted changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.core.states import LineKind, ServiceKind
+from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec, Unit
+
+Value = str | int | bool | list[str] | None
+FIRST_DEPLOY_FIELD = "first_deploy"
+REMOVAL_FIELD = "removal"
+
+
+@dataclass(frozen=True)
+class PlannedLine:
+    service: str
+    unit_kind: ServiceKind
+    kind: LineKind
+    field: str
+    before: Value
+    after: Value
+
+
+def unit_kind(unit: Unit) -> ServiceKind:
+    return ServiceKind.DATABASE if isinstance(unit, DatabaseSpec) else ServiceKind.SERVICE
+
+
+def flatten(unit: Unit) -> dict[str, Value]:
+    """Every field of a unit as ``dotted.path -> value``: what lines are made of."""
+    if isinstance(unit, DatabaseSpec):
+        return {
+            "engine": unit.engine,
+            "version": unit.version,
+            "instance_size": unit.instance_size.value,
+            "volume_size": unit.volume_size,
+            "automatic_failover": unit.automatic_failover,
+        }
+    out: dict[str, Value] = {
+        "image": unit.image,
+        "release_command": list(unit.release_command) if unit.release_command else None,
+        "release_command_timeout": unit.release_command_timeout,
+        "auto_deploy": unit.auto_deploy,
+        "accept_downtime": unit.accept_downtime,
+        "deploy.depends_on": list(unit.depends_on) or None,
+    }
+    for p in unit.processes:
+        base = f"processes.{p.name}"
+        out[f"{base}.type"] = p.type.value
+        out[f"{base}.command"] = list(p.command) if p.command else None
+        out[f"{base}.port"] = p.port
+        out[f"{base}.readiness_path"] = p.readiness_path
+        out[f"{base}.replicas"] = p.replicas
+        out[f"{base}.instance_size"] = p.instance_size.value
+        out[f"{base}.stabilization_seconds"] = p.stabilization_seconds
+        out[f"{base}.primary"] = p.primary
+        out[f"{base}.schedule"] = p.schedule
+    for key, value in unit.variables:
+        out[f"variables.{key}"] = value
+    for v in unit.volumes:
+        out[f"volumes.{v.name}.mount"] = v.mount
+        out[f"volumes.{v.name}.size"] = v.size
+        out[f"volumes.{v.name}.accept_downtime"] = v.accept_downtime
+    return out
+
+
+def line_kind(field: str, after: Value) -> LineKind:
+    if field.startswith("variables."):
+        return LineKind.VARIABLE_SET if after is not None else LineKind.VARIABLE_DELETE
+    last = field.rsplit(".", 1)[-1]
+    if last == "replicas":
+        return LineKind.REPLICAS
+    if last == "instance_size":
+        return LineKind.INSTANCE_SIZE
+    if (field.startswith("volumes.") and last == "size") or field == "volume_size":
+        return LineKind.VOLUME_SIZE
+    if field == "auto_deploy":
+        return LineKind.AUTO_DEPLOY
+    if field == "automatic_failover":
+        return LineKind.FAILOVER
+    return LineKind.RELEASE
+
+
+def headline(unit: Unit) -> str:
+    """The one value a first-deploy or removal line shows."""
+    if isinstance(unit, ServiceSpec):
+        return unit.image
+    return f"{unit.engine} {unit.version}"
+
+
+def plan(
+    recorded: EnvironmentConfig | None,
+    new: EnvironmentConfig,
+    live: Mapping[str, Mapping[str, Value]],
+    live_headline: Mapping[str, str],
+) -> list[PlannedLine]:
+    """The lines to stage for one environment, in a stable order (unit order, then field).
+
+    ``live`` holds each deployed unit's flattened live configuration; ``live_headline`` its
+    live image (or engine and version) for removal lines.
+    """
+    lines: list[PlannedLine] = []
+    old_units = {u.name: u for u in recorded.units()} if recorded is not None else {}
+    for unit in new.units():
+        kind = unit_kind(unit)
+        previous = old_units.get(unit.name)
+        if previous is None or type(previous) is not type(unit):
+            before_head = live_headline.get(unit.name)
+            lines.append(
+                PlannedLine(
+                    unit.name,
+                    kind,
+                    LineKind.FIRST_DEPLOY,
+                    FIRST_DEPLOY_FIELD,
+                    before_head,
+                    headline(unit),
+                )
+            )
+            continue
+        old, now = flatten(previous), flatten(unit)
+        current = live.get(unit.name, {})
+        for field in sorted(old.keys() | now.keys(), key=_field_order):
+            if old.get(field) == now.get(field):
+                continue
+            after = now.get(field)
+            lines.append(
+                PlannedLine(
+                    unit.name, kind, line_kind(field, after), field, current.get(field), after
+                )
+            )
+    for name, unit in old_units.items():
+        if new.unit(name) is None:
+            lines.append(
+                PlannedLine(
+                    name,
+                    unit_kind(unit),
+                    LineKind.REMOVAL,
+                    REMOVAL_FIELD,
+                    live_headline.get(name, headline(unit)),
+                    None,
+                )
+            )
+    return lines
+
+
+def _field_order(field: str) -> tuple[int, str]:
+    # The image first: it is what a reviewer looks for; then everything else by name.
+    return (0 if field == "image" else 1, field)
+
+
+def as_json_value(value: Any) -> Value:
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return str(value)

@@ -1,0 +1,1 @@
+"""Deployments: releases, requests (deploy, rollback, promote, redeploy, cancel), the tick."""

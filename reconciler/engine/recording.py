@@ -1,0 +1,119 @@
+"""The one place a deployment changes state: through the transition table, with its event.
+
+Side effects that belong to a state change happen here too, in the same transaction:
+a healthy deployment activates its release; a deployment that ends otherwise abandons the
+release it created (a rollback's release, already retired, stays available).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler import events
+from reconciler.clock import Clock
+from reconciler.core import transitions
+from reconciler.core.states import Blocker, DeploymentState
+from reconciler.core.transitions import Trigger
+from reconciler.engine import releases
+from reconciler.store import schema
+
+OPEN_STATES = [s.value for s in DeploymentState if not s.is_final]
+RUNNING_STATES = [
+    s.value
+    for s in DeploymentState
+    if not s.is_final and s is not DeploymentState.AWAITING_APPROVAL
+]
+
+
+def move(
+    session: Session,
+    clock: Clock,
+    deployment: schema.Deployment,
+    trigger: Trigger,
+    *,
+    message: str | None = None,
+    blocker: Blocker | None = None,
+    actor: str | None = None,
+) -> DeploymentState:
+    """Apply ``trigger``; raises ``IllegalTransition`` when the table does not allow it."""
+    state = transitions.advance(DeploymentState(deployment.state), trigger)
+    now = clock.now()
+    deployment.state = state.value
+    deployment.blocker = blocker.value if blocker is not None else None
+    deployment.message = message
+    deployment.stage_started_at = now
+    deployment.attempts = 0
+    deployment.next_attempt_at = None
+    if state is DeploymentState.PENDING:
+        deployment.queued_at = now
+    if state is DeploymentState.ADMITTED:
+        deployment.admitted_at = now
+    if state.is_final:
+        deployment.finished_at = now
+        deployment.lease_owner = None
+        deployment.lease_expires_at = None
+        if state is DeploymentState.HEALTHY:
+            releases.activate(session, clock, deployment.unit, deployment.release)
+        else:
+            releases.abandon(deployment.release)
+    events.record(
+        session,
+        now,
+        "deployment",
+        project_id=deployment.project_id,
+        environment_id=deployment.environment_id,
+        deployment_id=deployment.id,
+        state=state.value,
+        message=message,
+        actor=actor,
+    )
+    return state
+
+
+def note(
+    session: Session,
+    clock: Clock,
+    deployment: schema.Deployment,
+    *,
+    blocker: Blocker | None,
+    message: str | None,
+) -> bool:
+    """Set or clear an open deployment's blocker and message; an event only when they change."""
+    new_blocker = blocker.value if blocker is not None else None
+    if deployment.blocker == new_blocker and deployment.message == message:
+        return False
+    deployment.blocker = new_blocker
+    deployment.message = message
+    events.record(
+        session,
+        clock.now(),
+        "deployment.blocker" if blocker is not None else "deployment.note",
+        project_id=deployment.project_id,
+        environment_id=deployment.environment_id,
+        deployment_id=deployment.id,
+        state=deployment.state,
+        message=message if blocker is not None or message else "cleared",
+    )
+    return True
+
+
+def open_for_unit(session: Session, unit_id: int) -> list[schema.Deployment]:
+    return list(
+        session.scalars(
+            select(schema.Deployment)
+            .where(schema.Deployment.unit_id == unit_id, schema.Deployment.state.in_(OPEN_STATES))
+            .order_by(schema.Deployment.id)
+        )
+    )
+
+
+def running_in_project(session: Session, project_id: int) -> list[schema.Deployment]:
+    return list(
+        session.scalars(
+            select(schema.Deployment).where(
+                schema.Deployment.project_id == project_id,
+                schema.Deployment.state.in_(RUNNING_STATES),
+            )
+        )
+    )

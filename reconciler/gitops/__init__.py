@@ -1,0 +1,1 @@
+"""From git to change sets: polling, staging, applying, approvals."""

@@ -1,0 +1,183 @@
+"""Approval records: requested, passed at once by a rule, cancelled, expired.
+
+Deciding one (approve/reject) lives in ``deciding``, since it also moves the change set or
+deployment it gates.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler import events
+from reconciler.admin import members, policies
+from reconciler.clock import Clock
+from reconciler.core import approving
+from reconciler.core.states import (
+    ApprovalState,
+    ApprovalTarget,
+    DecisionChannel,
+    DeploymentKind,
+)
+from reconciler.errors import NotFoundError
+from reconciler.settings import Settings
+from reconciler.store import schema
+
+
+def evaluate(
+    session: Session,
+    kind: DeploymentKind | None,
+    requester: str,
+    skip_flags: tuple[bool, ...],
+) -> approving.Outcome:
+    request = approving.Request(
+        kind=kind,
+        requester=requester,
+        requester_role=members.role_of(session, requester),
+        skip_production_approval=skip_flags,
+        deciders=members.deciders(session),
+    )
+    return approving.evaluate(request, policies.load(session))
+
+
+def request(
+    session: Session,
+    clock: Clock,
+    settings: Settings,
+    environment: schema.Environment,
+    target: ApprovalTarget,
+    target_id: int,
+    kind: str,
+    requester: str,
+    outcome: approving.Outcome,
+) -> schema.Approval:
+    """Record an approval; one that passes at once is recorded too, with its rule and who."""
+    now = clock.now()
+    approval = schema.Approval(
+        project_id=environment.project_id,
+        environment_id=environment.id,
+        target=target.value,
+        target_id=target_id,
+        kind=kind,
+        state=ApprovalState.PENDING.value,
+        requested_by=requester,
+        created_at=now,
+        expires_at=now + settings.approval_ttl,
+    )
+    if outcome.rule is not None:
+        approval.state = ApprovalState.APPROVED.value
+        approval.rule = outcome.rule.value
+        approval.decided_by = requester
+        approval.decided_via = DecisionChannel.RULE.value
+        approval.decided_at = now
+    session.add(approval)
+    session.flush()
+    events.record(
+        session,
+        now,
+        "approval",
+        project_id=environment.project_id,
+        environment_id=environment.id,
+        approval_id=approval.id,
+        state=approval.state,
+        message=(
+            f"Approved at once ({outcome.rule.value})"
+            if outcome.rule is not None
+            else outcome.message
+        ),
+        actor=requester,
+    )
+    return approval
+
+
+def get(session: Session, approval_id: int) -> schema.Approval:
+    approval = session.get(schema.Approval, approval_id)
+    if approval is None:
+        raise NotFoundError(f"No approval {approval_id}", hint="list them with: nebula approvals")
+    return approval
+
+
+def pending_for(session: Session, target: str, target_id: int) -> schema.Approval | None:
+    return session.scalars(
+        select(schema.Approval).where(
+            schema.Approval.target == target,
+            schema.Approval.target_id == target_id,
+            schema.Approval.state == ApprovalState.PENDING.value,
+        )
+    ).first()
+
+
+def for_target(session: Session, target: str, target_id: int) -> schema.Approval | None:
+    return session.scalars(
+        select(schema.Approval)
+        .where(schema.Approval.target == target, schema.Approval.target_id == target_id)
+        .order_by(schema.Approval.id.desc())
+    ).first()
+
+
+def close(
+    session: Session,
+    clock: Clock,
+    approval: schema.Approval,
+    state: ApprovalState,
+    *,
+    actor: str | None,
+    via: DecisionChannel | None,
+    reason: str | None = None,
+) -> None:
+    approval.state = state.value
+    approval.decided_at = clock.now()
+    if state in (ApprovalState.APPROVED, ApprovalState.REJECTED):
+        approval.decided_by = actor
+    approval.decided_via = via.value if via is not None else None
+    approval.reason = reason
+    events.record(
+        session,
+        clock.now(),
+        "approval",
+        project_id=approval.project_id,
+        environment_id=approval.environment_id,
+        approval_id=approval.id,
+        state=state.value,
+        message=reason,
+        actor=actor,
+    )
+
+
+def cancel_for(
+    session: Session,
+    clock: Clock,
+    target: str,
+    target_id: int,
+    *,
+    actor: str | None,
+    reason: str | None = None,
+) -> schema.Approval | None:
+    """End the pending approval gating a target that ended some other way."""
+    approval = pending_for(session, target, target_id)
+    if approval is not None:
+        close(
+            session, clock, approval, ApprovalState.CANCELLED, actor=actor, via=None, reason=reason
+        )
+    return approval
+
+
+def listing(session: Session, project_id: int | None = None) -> list[schema.Approval]:
+    query = select(schema.Approval).order_by(schema.Approval.id)
+    if project_id is not None:
+        query = query.where(schema.Approval.project_id == project_id)
+    return list(session.scalars(query))
+
+
+def due(session: Session, clock: Clock) -> list[schema.Approval]:
+    return list(
+        session.scalars(
+            select(schema.Approval).where(
+                schema.Approval.state == ApprovalState.PENDING.value,
+                schema.Approval.expires_at <= clock.now(),
+            )
+        )
+    )
+
+
+TARGETS = ApprovalTarget

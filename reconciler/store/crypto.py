@@ -1,0 +1,54 @@
+"""Secrets at rest: Fernet (AES-128-CBC + HMAC) with a key from the environment or a key file.
+
+Several replicas must share one key: set ``NEBULA_SECRET_KEY`` on all of them. With none set,
+a key is generated once into ``<state dir>/secret.key`` (mode 0600), which suits one server.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from reconciler.errors import ConfigurationError
+
+
+class Vault:
+    def __init__(self, key: bytes) -> None:
+        try:
+            self._fernet = Fernet(key)
+        except (ValueError, TypeError) as exc:
+            raise ConfigurationError(
+                "NEBULA_SECRET_KEY is not a valid key",
+                hint="generate one with: python -c 'from cryptography.fernet import Fernet; "
+                "print(Fernet.generate_key().decode())'",
+            ) from exc
+
+    def encrypt(self, plaintext: str) -> bytes:
+        return self._fernet.encrypt(plaintext.encode("utf-8"))
+
+    def decrypt(self, ciphertext: bytes) -> str:
+        try:
+            return self._fernet.decrypt(ciphertext).decode("utf-8")
+        except InvalidToken as exc:
+            raise ConfigurationError(
+                "a stored secret cannot be decrypted with this server's key",
+                hint="every replica must use the same NEBULA_SECRET_KEY",
+            ) from exc
+
+
+def open_vault(secret_key: str, state_dir: Path) -> Vault:
+    if secret_key:
+        return Vault(secret_key.encode())
+    path = state_dir / "secret.key"
+    if path.exists():
+        return Vault(path.read_bytes().strip())
+    state_dir.mkdir(parents=True, exist_ok=True)
+    key = Fernet.generate_key()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, key)
+    finally:
+        os.close(fd)
+    return Vault(key)

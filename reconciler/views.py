@@ -1,0 +1,193 @@
+"""The JSON shapes of interfaces.md, built once and shared by the CLI and the HTTP API.
+
+Field names are fixed by the contract; more may be added. Ids are strings, times ISO 8601 UTC.
+No secret value can reach these: variables are shown as written in nebula.toml (references,
+not values), and secrets are never read here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler.clock import utc
+from reconciler.core.states import DeploymentState
+from reconciler.store import schema
+
+
+def iso(value: datetime | None) -> str | None:
+    return utc(value).strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
+
+
+def deployment_brief(d: schema.Deployment) -> dict[str, Any]:
+    return {
+        "id": str(d.id),
+        "release": d.release.name,
+        "kind": d.kind,
+        "state": d.state,
+        "blocker": d.blocker,
+        "message": d.message,
+    }
+
+
+def deployment(d: schema.Deployment) -> dict[str, Any]:
+    env = d.environment
+    return {
+        "id": str(d.id),
+        "project": env.project.slug,
+        "environment": env.name,
+        "service": d.unit.name,
+        "release": d.release.name,
+        "kind": d.kind,
+        "state": d.state,
+        "blocker": d.blocker,
+        "message": d.message,
+        "requested_by": d.requested_by,
+        "image": d.release.image,
+        "previous_release": d.previous_release.name if d.previous_release else None,
+        "changeset_id": str(d.changeset_id) if d.changeset_id else None,
+        "created_at": iso(d.created_at),
+        "finished_at": iso(d.finished_at),
+    }
+
+
+def event(e: schema.Event) -> dict[str, Any]:
+    return {
+        "at": iso(e.at),
+        "state": e.state,
+        "message": e.message,
+        "actor": e.actor,
+        "kind": e.kind,
+    }
+
+
+def deployment_with_events(session: Session, d: schema.Deployment) -> dict[str, Any]:
+    rows = session.scalars(
+        select(schema.Event).where(schema.Event.deployment_id == d.id).order_by(schema.Event.id)
+    )
+    return {**deployment(d), "events": [event(e) for e in rows]}
+
+
+def latest_deployments(session: Session, environment_id: int) -> dict[int, schema.Deployment]:
+    """The newest deployment of each unit in an environment."""
+    rows = session.scalars(
+        select(schema.Deployment)
+        .where(schema.Deployment.environment_id == environment_id)
+        .order_by(schema.Deployment.id)
+    )
+    return {d.unit_id: d for d in rows}
+
+
+def shown_deployment(d: schema.Deployment | None) -> schema.Deployment | None:
+    """What status shows for a unit: its deployment in flight, or the last one if it did not
+    go healthy (so a failure, and what keeps serving, stays visible until the next deploy)."""
+    if d is None or d.state == DeploymentState.HEALTHY.value:
+        return None
+    return d
+
+
+def unit_status(unit: schema.Unit, latest: schema.Deployment | None) -> dict[str, Any]:
+    active = unit.active_release
+    shown = shown_deployment(latest)
+    return {
+        "name": unit.name,
+        "kind": unit.kind,
+        "status": unit.status,
+        "active_release": active.name if active else None,
+        "image": active.image if active else None,
+        "deployment": deployment_brief(shown) if shown else None,
+    }
+
+
+def project_status(
+    session: Session, project: schema.Project, env_name: str | None = None
+) -> dict[str, Any]:
+    environments = []
+    for env in project.environments:
+        if env_name is not None and env.name != env_name:
+            continue
+        units = session.scalars(
+            select(schema.Unit)
+            .where(schema.Unit.environment_id == env.id, schema.Unit.status != "removed")
+            .order_by(schema.Unit.kind.desc(), schema.Unit.name)
+        ).all()
+        latest = latest_deployments(session, env.id)
+        environments.append(
+            {
+                "name": env.name,
+                "protected": env.protected,
+                "namespace": env.namespace,
+                "in_file": env.in_file,
+                "services": [unit_status(u, latest.get(u.id)) for u in units],
+            }
+        )
+    return {
+        "slug": project.slug,
+        "repo": _safe_url(project.repo_url),
+        "branch": project.branch,
+        "commit": project.last_commit,
+        "blocker": project.blocker,
+        "message": project.blocker_message,
+        "blocker_commit": project.blocker_commit,
+        "last_polled_at": iso(project.last_polled_at),
+        "environments": environments,
+    }
+
+
+def _safe_url(url: str) -> str:
+    from reconciler.gitsource.urls import sanitize_url
+
+    return sanitize_url(url)
+
+
+def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> dict[str, Any]:
+    env = c.environment
+    return {
+        "id": str(c.id),
+        "project": env.project.slug,
+        "environment": env.name,
+        "state": c.state,
+        "owner": c.owner,
+        "commit": c.commit,
+        "author": c.author,
+        "message": c.message,
+        "note": c.note,
+        "approval_id": str(approval.id) if approval else None,
+        "created_at": iso(c.created_at),
+        "finished_at": iso(c.finished_at),
+        "lines": [
+            {
+                "service": line.service,
+                "kind": line.kind,
+                "field": line.field,
+                "before": line.before,
+                "after": line.after,
+                "drifted": line.drifted,
+            }
+            for line in c.lines
+        ],
+    }
+
+
+def approval(a: schema.Approval) -> dict[str, Any]:
+    env = a.environment
+    return {
+        "id": str(a.id),
+        "project": env.project.slug,
+        "environment": env.name,
+        "target": a.target,
+        "target_id": str(a.target_id),
+        "kind": a.kind,
+        "state": a.state,
+        "requested_by": a.requested_by,
+        "decided_by": a.decided_by,
+        "decided_via": a.decided_via,
+        "rule": a.rule,
+        "reason": a.reason,
+        "created_at": iso(a.created_at),
+        "expires_at": iso(a.expires_at),
+        "decided_at": iso(a.decided_at),
+    }
