@@ -6,6 +6,7 @@ from reconciler.clock import Clock, SystemClock
 from reconciler.context import Context
 from reconciler.gitsource.cache import GitCache
 from reconciler.gitsource.credentials import GitCredentials
+from reconciler.runtimes.registry import Clusters
 from reconciler.settings import Settings
 from reconciler.store.crypto import open_vault
 from reconciler.store.database import Database
@@ -20,4 +21,6 @@ def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = 
             settings.resolved_git_cache_dir,
             credentials=GitCredentials.parse(settings.git_credentials),
         )
-    return Context(db=db, clock=clock or SystemClock(), settings=settings, vault=vault, git=cache)
+    ctx = Context(db=db, clock=clock or SystemClock(), settings=settings, vault=vault, git=cache)
+    ctx.clusters = Clusters(settings, db, ctx.clock)
+    return ctx

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "reconciler.cli.changesets",
     "reconciler.cli.approvals",
     "reconciler.cli.org",
+    "reconciler.cli.deployments",
 )
 
 Handler = Callable[[argparse.Namespace], int]

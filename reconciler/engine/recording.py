@@ -37,7 +37,8 @@ def move(
     actor: str | None = None,
 ) -> DeploymentState:
     """Apply ``trigger``; raises ``IllegalTransition`` when the table does not allow it."""
-    state = transitions.advance(DeploymentState(deployment.state), trigger)
+    before = DeploymentState(deployment.state)
+    state = transitions.advance(before, trigger)
     now = clock.now()
     deployment.state = state.value
     deployment.blocker = blocker.value if blocker is not None else None
@@ -45,6 +46,7 @@ def move(
     deployment.stage_started_at = now
     deployment.attempts = 0
     deployment.next_attempt_at = None
+    deployment.stage_marker = None
     if state is DeploymentState.PENDING:
         deployment.queued_at = now
     if state is DeploymentState.ADMITTED:
@@ -57,6 +59,8 @@ def move(
             releases.activate(session, clock, deployment.unit, deployment.release)
         else:
             releases.abandon(deployment.release)
+            if before.reaches_cluster and not before.is_taking_traffic:
+                deployment.stage_marker = "cleanup"  # its pods are removed by the next tick
     events.record(
         session,
         now,

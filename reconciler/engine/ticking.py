@@ -1,0 +1,339 @@
+"""The reconcile tick: claim each open deployment's lease, take one step, commit.
+
+A step is: gather facts (short transaction), call the cluster (no transaction held), then in
+one transaction re-check the deployment did not move meanwhile and commit the decision, the
+stage marker and the event together. Transient cluster errors are retried with backoff, at
+most 3 times per stage; an unreachable cluster sets ``delivery`` and waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from reconciler import events
+from reconciler.context import Context
+from reconciler.core import deciding, messages
+from reconciler.core.deciding import Decision, Step
+from reconciler.core.states import Blocker, DeploymentState, ServiceStatus
+from reconciler.core.transitions import Trigger
+from reconciler.engine import objects, recording, releases, stages
+from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
+from reconciler.runtimes.cluster import UnreachableError
+from reconciler.store import schema
+
+log = logging.getLogger("nebula.engine")
+S = DeploymentState
+LEASE = timedelta(seconds=60)
+MAX_RETRIES = 3
+ACTIVE_STATES = [
+    s.value for s in DeploymentState if not s.is_final and s is not S.AWAITING_APPROVAL
+]
+
+
+def replica_id(ctx: Context) -> str:
+    return ctx.settings.replica_id or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
+    """One pass over every open deployment; returns (steps taken, anything still moving)."""
+    moved = 0
+    with ctx.db.transaction() as session:
+        query = select(schema.Deployment.id).where(
+            or_(
+                schema.Deployment.state.in_(ACTIVE_STATES),
+                schema.Deployment.stage_marker == "cleanup",
+            )
+        )
+        if project is not None:
+            query = query.join(
+                schema.Project, schema.Project.id == schema.Deployment.project_id
+            ).where(schema.Project.slug == project)
+        ids = list(session.scalars(query.order_by(schema.Deployment.id)))
+        teardown = list(
+            session.scalars(
+                select(schema.Unit.id).where(
+                    schema.Unit.status == ServiceStatus.PENDING_TEARDOWN.value
+                )
+            )
+        )
+    owner = replica_id(ctx)
+    for deployment_id in ids:
+        if not _claim(ctx, deployment_id, owner):
+            continue
+        try:
+            moved += int(step(ctx, deployment_id))
+        finally:
+            _release(ctx, deployment_id, owner)
+    for unit_id in teardown:
+        moved += int(_teardown(ctx, unit_id))
+    with ctx.db.transaction() as session:
+        busy = session.scalars(
+            select(schema.Deployment.id).where(schema.Deployment.state.in_(ACTIVE_STATES)).limit(1)
+        ).first() is not None or bool(
+            session.scalars(
+                select(schema.Unit.id)
+                .where(schema.Unit.status == ServiceStatus.PENDING_TEARDOWN.value)
+                .limit(1)
+            ).first()
+        )
+    return moved, busy
+
+
+def _claim(ctx: Context, deployment_id: int, owner: str) -> bool:
+    now = ctx.clock.now()
+    with ctx.db.transaction() as session:
+        result = session.execute(
+            update(schema.Deployment)
+            .where(
+                schema.Deployment.id == deployment_id,
+                or_(
+                    schema.Deployment.lease_owner.is_(None),
+                    schema.Deployment.lease_owner == owner,
+                    schema.Deployment.lease_expires_at < now,
+                ),
+            )
+            .values(lease_owner=owner, lease_expires_at=now + LEASE)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _release(ctx: Context, deployment_id: int, owner: str) -> None:
+    with ctx.db.transaction() as session:
+        session.execute(
+            update(schema.Deployment)
+            .where(schema.Deployment.id == deployment_id, schema.Deployment.lease_owner == owner)
+            .values(lease_owner=None, lease_expires_at=None)
+        )
+
+
+def step(ctx: Context, deployment_id: int) -> bool:
+    """Take one step for one deployment; True if anything was recorded."""
+    with ctx.db.transaction() as session:
+        d = session.get(schema.Deployment, deployment_id)
+        if d is None:
+            return False
+        if d.stage_marker == "cleanup":
+            return _cleanup(ctx, session, d)
+        state = S(d.state)
+        if state.is_final or state is S.AWAITING_APPROVAL:
+            return False
+        if d.next_attempt_at is not None and ctx.clock.now() < d.next_attempt_at:
+            return False
+        if state is S.PENDING:
+            return _pending(ctx, session, d)
+        try:
+            facts = objects.facts(session, ctx, d)
+        except ConfigurationError as exc:
+            return _not_compilable(ctx, session, d, exc)
+        cluster = objects.cluster_for(ctx, d)
+    run = stages.STAGES[state]
+    try:
+        outcome = run(facts, cluster, ctx.settings)
+        error: NebulaError | None = None
+    except UnreachableError as exc:
+        outcome, error = None, exc
+    except (TransientError, PermanentError) as exc:
+        outcome, error = None, exc
+    with ctx.db.transaction() as session:
+        d = session.get(schema.Deployment, deployment_id)
+        if d is None or d.state != state.value:
+            return False  # someone else moved it meanwhile (cancel, supersede): drop our step
+        if outcome is not None:
+            if d.blocker == Blocker.DELIVERY.value:
+                d.stage_started_at = ctx.clock.now()  # the outage does not count against the stage
+            if outcome.marker is not None:
+                d.stage_marker = outcome.marker
+            d.attempts = 0
+            return _apply(ctx, session, d, outcome.decision)
+        assert error is not None
+        return _failed_call(ctx, session, d, state, error, facts)
+
+
+def _apply(ctx: Context, session: Session, d: schema.Deployment, decision: Decision) -> bool:
+    if decision.step is Step.MOVE:
+        assert decision.trigger is not None
+        recording.move(
+            session,
+            ctx.clock,
+            d,
+            decision.trigger,
+            message=decision.message,
+            blocker=decision.blocker,
+        )
+        return True
+    d.waiting_on_id = decision.waiting_on if decision.waiting_on is not None else d.waiting_on_id
+    return recording.note(session, ctx.clock, d, blocker=decision.blocker, message=decision.message)
+
+
+def _pending(ctx: Context, session: Session, d: schema.Deployment) -> bool:
+    others = session.scalars(
+        select(schema.Deployment).where(
+            schema.Deployment.environment_id == d.environment_id,
+            or_(schema.Deployment.finished_at.is_(None), schema.Deployment.id == d.waiting_on_id),
+        )
+    ).all()
+    view = deciding.Pending(
+        id=d.id,
+        unit=d.unit.name,
+        queued_at=d.queued_at or d.created_at,
+        dependencies=tuple(d.release.config.get("dependencies", [])),
+        waiting_on=d.waiting_on_id,
+        running=d.unit.active_release.name if d.unit.active_release else None,
+    )
+    decision = deciding.pending(
+        view,
+        [
+            deciding.Other(o.id, o.unit.name, o.release.name, S(o.state), o.queued_at)
+            for o in others
+            if o.id != d.id
+        ],
+    )
+    if decision.step is Step.MOVE and decision.trigger is Trigger.ADMIT:
+        d.waiting_on_id = None
+    return _apply(ctx, session, d, decision)
+
+
+def _not_compilable(
+    ctx: Context, session: Session, d: schema.Deployment, exc: ConfigurationError
+) -> bool:
+    """A release that cannot be compiled (a missing secret) waits with ``configuration`` so it
+    can be fixed in place, and fails with it once the readiness timeout has passed."""
+    keeps = messages.keeps_serving(d.previous_release.name if d.previous_release else None)
+    elapsed = ctx.clock.now() - (d.stage_started_at or d.created_at)
+    if elapsed >= ctx.settings.readiness_timeout:
+        recording.move(
+            session,
+            ctx.clock,
+            d,
+            Trigger.FAIL,
+            blocker=Blocker.CONFIGURATION,
+            message=f"{exc.message}. {keeps}",
+        )
+        return True
+    hint = f" ({exc.hint})" if exc.hint else ""
+    return recording.note(
+        session, ctx.clock, d, blocker=Blocker.CONFIGURATION, message=f"{exc.message}{hint}"
+    )
+
+
+def _failed_call(
+    ctx: Context,
+    session: Session,
+    d: schema.Deployment,
+    state: DeploymentState,
+    error: NebulaError,
+    facts: stages.Facts,
+) -> bool:
+    now = ctx.clock.now()
+    if isinstance(error, UnreachableError):
+        return recording.note(
+            session,
+            ctx.clock,
+            d,
+            blocker=Blocker.DELIVERY,
+            message=f"The cluster cannot be reached ({error.message}); {facts.keeps[0].lower() + facts.keeps[1:]}",
+        )
+    if isinstance(error, PermanentError):
+        blocker = _blocker(error.code) or stages.RETRY_BLOCKER[state]
+        recording.move(
+            session,
+            ctx.clock,
+            d,
+            Trigger.FAIL,
+            blocker=blocker,
+            message=f"{error.message}. {facts.keeps}",
+        )
+        return True
+    if state is S.ACTIVATING:
+        # The API keeps refusing the selector patch: retry until the route-activation timeout.
+        if now - (d.stage_started_at or now) >= ctx.settings.route_activation_timeout:
+            spent = int(ctx.settings.route_activation_timeout.total_seconds())
+            recording.move(
+                session,
+                ctx.clock,
+                d,
+                Trigger.FAIL,
+                blocker=Blocker.ROUTE_ACTIVATION,
+                message=f"The API kept refusing to repoint {d.unit.name} for {spent}s ({error.message}). {facts.keeps}",
+            )
+            return True
+        d.next_attempt_at = now + timedelta(seconds=1)
+        return recording.note(
+            session, ctx.clock, d, blocker=None, message=f"Retrying activation: {error.message}"
+        )
+    d.attempts += 1
+    if d.attempts > MAX_RETRIES:
+        recording.move(
+            session,
+            ctx.clock,
+            d,
+            Trigger.FAIL,
+            blocker=stages.RETRY_BLOCKER[state],
+            message=f"The cluster kept failing ({error.message}) after {MAX_RETRIES} retries. {facts.keeps}",
+        )
+        return True
+    d.next_attempt_at = now + timedelta(seconds=2 ** (d.attempts - 1))
+    return recording.note(
+        session,
+        ctx.clock,
+        d,
+        blocker=None,
+        message=f"Retrying ({d.attempts}/{MAX_RETRIES}) after: {error.message}",
+    )
+
+
+def _blocker(code: str) -> Blocker | None:
+    try:
+        return Blocker(code)
+    except ValueError:
+        return None
+
+
+def _cleanup(ctx: Context, session: Session, d: schema.Deployment) -> bool:
+    """Remove the objects of a release that ended without taking traffic."""
+    in_use = d.unit.active_release_id == d.release_id or any(
+        o.release_id == d.release_id and o.id != d.id
+        for o in recording.open_for_unit(session, d.unit_id)
+    )
+    if not in_use:
+        try:
+            objects.cluster_for(ctx, d).remove(d.environment.namespace, d.unit.name, d.release.name)
+        except TransientError:
+            return False  # try again next tick
+    d.stage_marker = None
+    return True
+
+
+def _teardown(ctx: Context, unit_id: int) -> bool:
+    with ctx.db.transaction() as session:
+        unit = session.get(schema.Unit, unit_id)
+        if unit is None or unit.status != ServiceStatus.PENDING_TEARDOWN.value:
+            return False
+        env = unit.environment
+        cluster = ctx.clusters.for_environment(env.project.clusters, env.name)
+        try:
+            result = cluster.teardown(env.namespace, unit.name)
+        except TransientError:
+            return False  # stays pending-teardown until the cluster is back
+        unit.status = ServiceStatus.REMOVED.value
+        unit.active_release_id = None
+        for release in session.scalars(
+            select(schema.Release).where(schema.Release.unit_id == unit.id)
+        ):
+            releases.abandon(release)
+        events.record(
+            session,
+            ctx.clock.now(),
+            "unit",
+            project_id=unit.project_id,
+            environment_id=unit.environment_id,
+            state=ServiceStatus.REMOVED.value,
+            message=f"{unit.name} torn down" + (" (already clean)" if result.already_clean else ""),
+        )
+        return True

@@ -1,0 +1,1 @@
+"""Cluster runtimes behind one interface: ``simulated`` (embedded default) and ``kubernetes``."""

@@ -1,0 +1,145 @@
+"""The ``Cluster`` interface: every effect the deployment engine has on a cluster.
+
+Every call is idempotent: names are deterministic and objects are applied server-side, so a
+stage replayed after a crash does no harm. Errors are ours (``reconciler.errors``):
+
+- ``UnreachableError`` (a ``TransientError`` with code ``delivery``): the API cannot be
+  reached at all. The open deployment gets the ``delivery`` blocker and waits; it is cleared
+  when the API answers again. Not counted against the stage's retries.
+- ``TransientError``: the API answered with a 5xx, a conflict or timed out. Retried with
+  backoff, at most 3 times per stage, then the deployment fails with the stage's blocker.
+- ``PermanentError`` with ``code`` a blocker name: the cluster said no for good (e.g. a quota
+  refusal -> ``capacity``); the deployment fails with that blocker at once.
+
+Observations (rollout, job, probe) are plain frozen values; deciding what they mean (wait,
+move on, fail) is the engine's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from reconciler.core.states import Blocker
+from reconciler.errors import TransientError
+
+Manifest = dict[str, Any]
+
+
+class UnreachableError(TransientError):
+    code = "delivery"
+
+
+class ProbeKind(StrEnum):
+    HTTP = "http"
+    TCP = "tcp"
+    NONE = "none"  # cron/job-only release, or a worker without a port: qualifies on readiness alone
+
+
+@dataclass(frozen=True)
+class ReleaseObjects:
+    """What the engine hands a runtime for one release of one unit in one namespace."""
+
+    project: str
+    environment: str
+    namespace: str
+    unit: str  # the service or database slug
+    release: str  # "r-3"
+    image: str
+    is_database: bool = False
+    # Applied when admitted: the namespace, the environment's secrets, volume claims,
+    # database credentials. Shared by releases; never deleted by drain or removal.
+    shared: tuple[Manifest, ...] = ()
+    # The release command Job, if the release has one.
+    release_job: Manifest | None = None
+    # Applied when starting: Deployments, the release's own Service, ConfigMap, CronJobs,
+    # Jobs of job processes; for a database its StatefulSet and Service.
+    workload: tuple[Manifest, ...] = ()
+    # The stable Service that activation repoints (None for a release with nothing to route).
+    stable_service: Manifest | None = None
+    # What qualifying watches: the primary process's workload object and its replicas.
+    primary: str | None = None  # Deployment (or StatefulSet) name
+    primary_kind: str = "Deployment"
+    replicas: int = 0
+    own_service: str | None = None
+    port: int | None = None
+    readiness_path: str = "/"
+    probe: ProbeKind = ProbeKind.NONE
+    release_command_timeout: int = 600
+
+
+class JobPhase(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    phase: JobPhase
+    message: str = ""
+    logs_tail: str = ""
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """The primary workload as the cluster reports it now."""
+
+    desired: int
+    ready: int  # replicas Ready now
+    started: bool  # every pod scheduled with its image pulled (running, or crash-looping)
+    ready_since: datetime | None = None  # since when every replica has been Ready
+    blocker: Blocker | None = None  # image-pull, capacity (definitive), or readiness signal
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Teardown:
+    already_clean: bool
+    deleted: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Cluster(Protocol):
+    """One cluster (or one kubeconfig context). Methods raise only our errors."""
+
+    def admit(self, objects: ReleaseObjects) -> None:
+        """Check the namespace and quota; apply the shared objects."""
+
+    def start_release_job(self, objects: ReleaseObjects) -> None:
+        """Create the release command Job (no-op if it exists)."""
+
+    def release_job(self, objects: ReleaseObjects) -> JobStatus:
+        """The Job's state; ``FAILED`` with a message on failure or past its deadline."""
+
+    def start(self, objects: ReleaseObjects) -> None:
+        """Apply the release's workload (Deployments, its own Service, CronJobs ...)."""
+
+    def rollout(self, objects: ReleaseObjects) -> Rollout:
+        """How far the primary workload got."""
+
+    def probe(self, objects: ReleaseObjects) -> ProbeResult:
+        """HTTP GET of the readiness path (status < 500) or a TCP connect, through the
+        release's own Service. Only called when ``objects.probe`` is not NONE."""
+
+    def activate(self, objects: ReleaseObjects) -> None:
+        """Point the stable Service at this release (create it if missing)."""
+
+    def selected_release(self, namespace: str, unit: str) -> str | None:
+        """The release the stable Service selects now (None if there is no stable Service)."""
+
+    def drain(self, namespace: str, unit: str, release: str) -> None:
+        """Stop an old release: scale it to zero, then delete its release objects."""
+
+    def remove(self, namespace: str, unit: str, release: str) -> None:
+        """Delete a release that never took traffic (superseded or failed)."""
+
+    def teardown(self, namespace: str, unit: str) -> Teardown:
+        """Delete everything of a unit (by label); ``already_clean`` on a second run."""

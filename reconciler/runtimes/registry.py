@@ -1,0 +1,50 @@
+"""Which cluster an environment deploys to: the simulated one, or a kubeconfig context."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reconciler.clock import Clock
+from reconciler.runtimes import faults
+from reconciler.runtimes.cluster import Cluster
+from reconciler.runtimes.simulated import SimulatedCluster
+from reconciler.settings import Settings
+from reconciler.store.database import Database
+
+if TYPE_CHECKING:
+    pass
+
+
+class Clusters:
+    """One runtime object per target, created on first use and kept."""
+
+    def __init__(self, settings: Settings, db: Database, clock: Clock) -> None:
+        self.settings = settings
+        self.db = db
+        self.clock = clock
+        self._by_context: dict[str | None, Cluster] = {}
+
+    def simulated(self) -> SimulatedCluster:
+        cluster = self._by_context.get("<simulated>")
+        if cluster is None:
+            cluster = SimulatedCluster(
+                self.db,
+                self.clock,
+                self.settings.simulated_delay,
+                faults.load(self.settings.simulated_faults),
+            )
+            self._by_context["<simulated>"] = cluster
+        assert isinstance(cluster, SimulatedCluster)
+        return cluster
+
+    def for_environment(self, contexts: dict[str, str] | None, environment: str) -> Cluster:
+        if self.settings.cluster == "simulated":
+            return self.simulated()
+        context = (contexts or {}).get(environment)
+        cluster = self._by_context.get(context)
+        if cluster is None:
+            from reconciler.runtimes import kubernetes
+
+            cluster = kubernetes.connect(context=context, clock=self.clock, settings=self.settings)
+            self._by_context[context] = cluster
+        return cluster

@@ -1,0 +1,311 @@
+"""The simulated cluster: the embedded default for the demo and the tests.
+
+It keeps its objects in the state store (so they survive a restart of the reconciler, and
+several processes see the same cluster) and makes every stage take ``delay``
+(``NEBULA_SIMULATED_DELAY``) before it succeeds, unless ``faults`` names the release's image
+(``NEBULA_SIMULATED_FAULTS``). The stabilization period is compressed into that one delay:
+pods report Ready since long enough once qualifying has lasted ``delay``. A documented test
+and demo aid, not a production path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler.clock import Clock
+from reconciler.core.states import Blocker
+from reconciler.errors import TransientError
+from reconciler.runtimes.cluster import (
+    JobPhase,
+    JobStatus,
+    Manifest,
+    ProbeResult,
+    ReleaseObjects,
+    Rollout,
+    Teardown,
+    UnreachableError,
+)
+from reconciler.store import schema
+from reconciler.store.database import Database
+
+CONTROL = "simulation.nebula.dev/control"
+LOG = "simulation.nebula.dev/log"
+
+
+class SimulatedCluster:
+    def __init__(
+        self, db: Database, clock: Clock, delay: timedelta, faults: Mapping[str, Blocker | str]
+    ) -> None:
+        self.db = db
+        self.clock = clock
+        self.delay = delay
+        self.faults = {image: Blocker(value) for image, value in faults.items()}
+
+    # -- test controls ----------------------------------------------------------------------
+
+    def set_reachable(self, reachable: bool) -> None:
+        """Make the simulated API unreachable (every call raises ``UnreachableError``)."""
+        with self.db.transaction() as session:
+            if reachable:
+                self._delete(session, "", CONTROL, "unreachable")
+            else:
+                self._put(session, "", CONTROL, "unreachable", {})
+
+    def log(self) -> list[str]:
+        """Every mutating call, in order: ``"start shop-prod/api r-2"``, ``"drain ..."``."""
+        with self.db.transaction() as session:
+            rows = session.scalars(
+                select(schema.ClusterObject)
+                .where(schema.ClusterObject.kind == LOG)
+                .order_by(schema.ClusterObject.name)
+            )
+            return [str(r.body["entry"]) for r in rows]
+
+    def objects(self, namespace: str) -> list[Manifest]:
+        with self.db.transaction() as session:
+            rows = session.scalars(
+                select(schema.ClusterObject)
+                .where(schema.ClusterObject.namespace == namespace)
+                .where(schema.ClusterObject.kind.not_in([CONTROL, LOG]))
+                .order_by(schema.ClusterObject.kind, schema.ClusterObject.name)
+            )
+            return [dict(r.body) for r in rows]
+
+    # -- storage ----------------------------------------------------------------------------
+
+    def _get(
+        self, session: Session, namespace: str, kind: str, name: str
+    ) -> schema.ClusterObject | None:
+        return session.scalars(
+            select(schema.ClusterObject).where(
+                schema.ClusterObject.namespace == namespace,
+                schema.ClusterObject.kind == kind,
+                schema.ClusterObject.name == name,
+            )
+        ).first()
+
+    def _put(
+        self, session: Session, namespace: str, kind: str, name: str, body: Manifest
+    ) -> schema.ClusterObject:
+        row = self._get(session, namespace, kind, name)
+        now = self.clock.now()
+        if row is None:
+            row = schema.ClusterObject(
+                namespace=namespace, kind=kind, name=name, body=body, created_at=now, updated_at=now
+            )
+            session.add(row)
+        elif row.body != body:  # server-side apply: an identical apply changes nothing
+            row.body = body
+            row.updated_at = now
+        session.flush()
+        return row
+
+    def _delete(self, session: Session, namespace: str, kind: str, name: str) -> bool:
+        row = self._get(session, namespace, kind, name)
+        if row is not None:
+            session.delete(row)
+            return True
+        return False
+
+    def _record(self, session: Session, entry: str) -> None:
+        count = session.query(schema.ClusterObject).filter(schema.ClusterObject.kind == LOG).count()
+        self._put(session, "", LOG, f"{count:09d}", {"entry": entry})
+
+    def _session(self) -> Any:
+        return self.db.transaction()
+
+    def _check(self, session: Session) -> None:
+        if self._get(session, "", CONTROL, "unreachable") is not None:
+            raise UnreachableError("the simulated cluster's API cannot be reached")
+
+    def _apply_all(self, session: Session, namespace: str, manifests: tuple[Manifest, ...]) -> None:
+        for manifest in manifests:
+            meta = manifest.get("metadata", {})
+            kind = str(manifest.get("kind", ""))
+            ns = "" if kind == "Namespace" else str(meta.get("namespace") or namespace)
+            self._put(session, ns, kind, str(meta.get("name", "")), manifest)
+
+    def _elapsed(self, row: schema.ClusterObject) -> timedelta:
+        return self.clock.now() - row.created_at
+
+    def _fault(self, objects: ReleaseObjects) -> Blocker | None:
+        return self.faults.get(objects.image)
+
+    # -- Cluster ----------------------------------------------------------------------------
+
+    def admit(self, objects: ReleaseObjects) -> None:
+        with self._session() as session:
+            self._check(session)
+            self._apply_all(session, objects.namespace, objects.shared)
+
+    def start_release_job(self, objects: ReleaseObjects) -> None:
+        if objects.release_job is None:
+            return
+        with self._session() as session:
+            self._check(session)
+            if self._get(session, objects.namespace, "Job", _name(objects.release_job)) is None:
+                self._record(
+                    session, f"release-job {objects.namespace}/{objects.unit} {objects.release}"
+                )
+            self._apply_all(session, objects.namespace, (objects.release_job,))
+
+    def release_job(self, objects: ReleaseObjects) -> JobStatus:
+        assert objects.release_job is not None
+        with self._session() as session:
+            self._check(session)
+            row = self._get(session, objects.namespace, "Job", _name(objects.release_job))
+            if row is None:
+                return JobStatus(JobPhase.RUNNING, "not created yet")
+            elapsed = self._elapsed(row)
+            if elapsed >= timedelta(seconds=objects.release_command_timeout):
+                return JobStatus(
+                    JobPhase.FAILED,
+                    f"the release command did not finish within {objects.release_command_timeout}s",
+                )
+            if elapsed < self.delay:
+                return JobStatus(JobPhase.RUNNING)
+            if self._fault(objects) is Blocker.RELEASE_COMMAND:
+                return JobStatus(
+                    JobPhase.FAILED, "the release command exited with status 1", "migration failed"
+                )
+            return JobStatus(JobPhase.SUCCEEDED)
+
+    def start(self, objects: ReleaseObjects) -> None:
+        with self._session() as session:
+            self._check(session)
+            first = (
+                objects.primary is None
+                or self._get(session, objects.namespace, objects.primary_kind, objects.primary)
+                is None
+            )
+            self._apply_all(session, objects.namespace, objects.workload)
+            if first:
+                self._record(session, f"start {objects.namespace}/{objects.unit} {objects.release}")
+
+    def rollout(self, objects: ReleaseObjects) -> Rollout:
+        with self._session() as session:
+            self._check(session)
+            if objects.primary is None:
+                return Rollout(
+                    desired=0,
+                    ready=0,
+                    started=True,
+                    ready_since=self.clock.now() - timedelta(days=1),
+                )
+            row = self._get(session, objects.namespace, objects.primary_kind, objects.primary)
+            if row is None:
+                return Rollout(objects.replicas, 0, False, message="not created yet")
+            elapsed = self._elapsed(row)
+            fault = self._fault(objects)
+            if elapsed < self.delay:
+                return Rollout(objects.replicas, 0, False, message="pods are starting")
+            if fault is Blocker.IMAGE_PULL:
+                return Rollout(
+                    objects.replicas,
+                    0,
+                    False,
+                    blocker=Blocker.IMAGE_PULL,
+                    message=f'Back-off pulling image "{objects.image}": ErrImagePull',
+                )
+            if fault is Blocker.CAPACITY:
+                return Rollout(
+                    objects.replicas,
+                    0,
+                    False,
+                    blocker=Blocker.CAPACITY,
+                    message=f"0/3 nodes are available: 3 Insufficient cpu ({objects.replicas} replicas unschedulable)",
+                )
+            if fault is Blocker.READINESS:
+                return Rollout(
+                    objects.replicas,
+                    0,
+                    True,
+                    message="Back-off restarting failed container: CrashLoopBackOff",
+                )
+            ready_since: datetime = row.created_at + self.delay - timedelta(hours=1)
+            if elapsed < 2 * self.delay:
+                return Rollout(
+                    objects.replicas, 0, True, message="waiting for pods to become Ready"
+                )
+            return Rollout(objects.replicas, objects.replicas, True, ready_since=ready_since)
+
+    def probe(self, objects: ReleaseObjects) -> ProbeResult:
+        with self._session() as session:
+            self._check(session)
+        if self._fault(objects) is Blocker.READINESS:
+            return ProbeResult(False, f"GET {objects.readiness_path}: connection refused")
+        if objects.probe.value == "tcp":
+            return ProbeResult(True, f"TCP connect to port {objects.port}: ok")
+        return ProbeResult(True, f"GET {objects.readiness_path}: 200 OK")
+
+    def activate(self, objects: ReleaseObjects) -> None:
+        if objects.stable_service is None:
+            return
+        with self._session() as session:
+            self._check(session)
+            if self._fault(objects) is Blocker.ROUTE_ACTIVATION:
+                raise TransientError(
+                    f"the API refused to patch Service {objects.unit}: 409 Conflict", status=409
+                )
+            body = dict(objects.stable_service)
+            previous = self._get(session, objects.namespace, "Service", objects.unit)
+            self._apply_all(session, objects.namespace, (body,))
+            if previous is None or previous.body != body:
+                self._record(
+                    session, f"activate {objects.namespace}/{objects.unit} {objects.release}"
+                )
+
+    def selected_release(self, namespace: str, unit: str) -> str | None:
+        with self._session() as session:
+            self._check(session)
+            row = self._get(session, namespace, "Service", unit)
+            if row is None:
+                return None
+            selector = row.body.get("spec", {}).get("selector", {})
+            value = selector.get("nebula.dev/release")
+            return str(value) if value is not None else None
+
+    def _delete_where(self, session: Session, namespace: str, labels: dict[str, str]) -> list[str]:
+        deleted = []
+        rows = session.scalars(
+            select(schema.ClusterObject).where(schema.ClusterObject.namespace == namespace)
+        ).all()
+        for row in rows:
+            have = row.body.get("metadata", {}).get("labels", {}) or {}
+            if all(have.get(k) == v for k, v in labels.items()):
+                deleted.append(f"{row.kind}/{row.name}")
+                session.delete(row)
+        return deleted
+
+    def drain(self, namespace: str, unit: str, release: str) -> None:
+        with self._session() as session:
+            self._check(session)
+            if self._delete_where(
+                session, namespace, {"nebula.dev/service": unit, "nebula.dev/release": release}
+            ):
+                self._record(session, f"drain {namespace}/{unit} {release}")
+
+    def remove(self, namespace: str, unit: str, release: str) -> None:
+        with self._session() as session:
+            self._check(session)
+            if self._delete_where(
+                session, namespace, {"nebula.dev/service": unit, "nebula.dev/release": release}
+            ):
+                self._record(session, f"remove {namespace}/{unit} {release}")
+
+    def teardown(self, namespace: str, unit: str) -> Teardown:
+        with self._session() as session:
+            self._check(session)
+            deleted = self._delete_where(session, namespace, {"nebula.dev/service": unit})
+            if deleted:
+                self._record(session, f"teardown {namespace}/{unit}")
+            return Teardown(already_clean=not deleted, deleted=tuple(deleted))
+
+
+def _name(manifest: Manifest) -> str:
+    return str(manifest.get("metadata", {}).get("name", ""))
