@@ -1,3 +1,3 @@
 """Shared fixtures live in tests/plugins/, one module per concern."""
 
-pytest_plugins = ["tests.plugins.infra", "tests.plugins.git"]
+pytest_plugins = ["tests.plugins.infra", "tests.plugins.git", "tests.plugins.nebula"]

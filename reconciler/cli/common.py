@@ -31,9 +31,15 @@ def context(args: argparse.Namespace, *, git: bool = False) -> Context:
     return _CONTEXT[key]
 
 
+def use(ctx: Context) -> None:
+    """Run commands against ``ctx`` (tests: a fake clock, a temporary database)."""
+    _CONTEXT["git=True"] = ctx
+    _CONTEXT["git=False"] = ctx
+
+
 def reset() -> None:
     """Forget the cached context (tests run several commands in one process)."""
-    for ctx in _CONTEXT.values():
+    for ctx in {id(c): c for c in _CONTEXT.values()}.values():
         ctx.db.dispose()
         if ctx.git is not None:
             ctx.git.close()

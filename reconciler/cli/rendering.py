@@ -1,9 +1,140 @@
-"""``nebula render``: the manifests of the release a file would create (offline)."""
+"""``nebula render``: the manifests of the release a file would create (offline).
+
+Offline means no server: secrets and database passwords render as marked placeholders, and the
+release number is 1 unless ``--release`` says otherwise. The output is validated against the
+Kubernetes schemas of the chosen version before anything is printed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+import unicodedata
+from pathlib import Path
+
+from reconciler.cli import output
+from reconciler.model import validation
+from reconciler.model.problems import Severity
+from renderers import capabilities, manifests, schemas
+from renderers.rendering import Renderer
+from renderers.secrets import PLACEHOLDERS
+
+_SLUG = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Filled in with the renderers (issue 2)."""
+    parser = subparsers.add_parser(
+        "render",
+        help="print the Kubernetes manifests a nebula.toml would create",
+        description="Render the release(s) a nebula.toml would create in one environment, "
+        "offline: secrets and database passwords appear as placeholders.",
+    )
+    parser.add_argument("path", help="the nebula.toml file")
+    parser.add_argument("--env", required=True, help="the environment to render")
+    parser.add_argument("--service", help="only this service or database")
+    parser.add_argument(
+        "--release", type=_release_number, default=1, metavar="N", help="release number (default 1)"
+    )
+    parser.add_argument(
+        "--project",
+        type=_slug,
+        metavar="SLUG",
+        help="project slug (default: from [project] name, else the file's directory)",
+    )
+    parser.add_argument("--out", metavar="DIR", help="write one file per object into DIR")
+    parser.add_argument(
+        "--kube-version",
+        choices=sorted(capabilities.PRESETS),
+        default=capabilities.LATEST,
+        help="the cluster's Kubernetes version (default: latest)",
+    )
+    parser.set_defaults(func=render)
+
+
+def _release_number(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"release number must be a positive integer, not {text!r}")
+    return int(text)
+
+
+def _slug(text: str) -> str:
+    if not _SLUG.match(text) or text.endswith("-"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a slug (lowercase letters, digits and '-', starting with a letter)"
+        )
+    return text
+
+
+def slugify(text: str) -> str:
+    """``"My Shop!"`` -> ``my-shop``: a project slug from a display or directory name."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    if not slug or not slug[0].isalpha():
+        slug = f"p-{slug}".rstrip("-")
+    return slug[:40].rstrip("-")
+
+
+def render(args: argparse.Namespace) -> int:
+    text = _read(args.path)
+    project, problems = validation.check(text, args.path)
+    for problem in problems:
+        sys.stderr.write(f"{problem}\n")
+    if project is None:
+        errors = sum(1 for p in problems if p.severity is Severity.ERROR)
+        sys.stderr.write(f"{args.path}: {errors} error{'s' if errors != 1 else ''}\n")
+        return output.EXIT_REFUSED
+    config = project.environment(args.env)
+    if config is None:
+        declared = ", ".join(project.environment_names) or "none"
+        return _fail(f"{args.path} has no environment '{args.env}' (declared: {declared})")
+    units = None
+    if args.service is not None:
+        if config.unit(args.service) is None:
+            known = ", ".join(config.unit_names) or "none"
+            return _fail(
+                f"{args.path} has no service or database '{args.service}' (known: {known})"
+            )
+        units = [args.service]
+    slug = args.project or slugify(project.name or Path(args.path).resolve().parent.name)
+    caps = capabilities.preset(args.kube_version)
+    rendered = Renderer(caps).project(
+        slug,
+        config,
+        secrets=PLACEHOLDERS,
+        passwords=PLACEHOLDERS,
+        units=units,
+        number=args.release,
+    )
+    schemas.validate(rendered, caps)
+    if args.out is None:
+        sys.stdout.write(manifests.to_yaml(rendered))
+        return output.EXIT_OK
+    return _write(Path(args.out), rendered)
+
+
+def _write(directory: Path, rendered: manifests.Manifests) -> int:
+    """One file per object, numbered in apply order so ``kubectl apply -f DIR`` keeps it."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for index, manifest in enumerate(rendered, start=1):
+            name = f"{index:03d}-{manifest.kind.lower()}-{manifest.name}.yaml"
+            (directory / name).write_text(manifest.text, encoding="utf-8")
+    except OSError as exc:
+        return _fail(f"cannot write to {directory}: {exc.strerror or exc.__class__.__name__}")
+    print(f"wrote {len(rendered)} objects to {directory}")
+    return output.EXIT_OK
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SystemExit(_fail(f"{path}: no such file")) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SystemExit(_fail(f"{path}: cannot read it ({exc.__class__.__name__})")) from None
+
+
+def _fail(message: str) -> int:
+    output.error(message)
+    return output.EXIT_REFUSED

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import events
+from reconciler import events, notices
 from reconciler.clock import Clock
 from reconciler.core import transitions
 from reconciler.core.states import Blocker, DeploymentState
@@ -72,6 +72,8 @@ def move(
         message=message,
         actor=actor,
     )
+    if state is DeploymentState.FAILED:
+        notices.deployment_failed(session, clock, deployment)
     return state
 
 

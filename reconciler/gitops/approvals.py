@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import events
+from reconciler import events, notices
 from reconciler.admin import members, policies
 from reconciler.clock import Clock
 from reconciler.core import approving
@@ -87,6 +87,8 @@ def request(
         ),
         actor=requester,
     )
+    if approval.state == ApprovalState.PENDING.value:
+        notices.approval_requested(session, clock, approval)
     return approval
 
 
@@ -142,6 +144,7 @@ def close(
         message=reason,
         actor=actor,
     )
+    notices.approval_closed(session, clock, approval)
 
 
 def cancel_for(

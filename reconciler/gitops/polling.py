@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from reconciler import events
+from reconciler import events, notices
 from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.core.states import Blocker
@@ -172,9 +172,11 @@ def _block(
         state=blocker.value,
         message=message,
     )
+    notices.project_blocked(session, ctx.clock, project)
 
 
 def _clear(session: Session, ctx: Context, project: schema.Project, message: str) -> None:
+    notices.project_recovered(session, ctx.clock, project, message)
     project.blocker = None
     project.blocker_message = None
     project.blocker_commit = None
