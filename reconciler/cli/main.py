@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "reconciler.cli.approvals",
     "reconciler.cli.org",
     "reconciler.cli.deployments",
+    "reconciler.cli.demo",
 )
 
 Handler = Callable[[argparse.Namespace], int]
