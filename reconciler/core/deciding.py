@@ -143,8 +143,11 @@ class Clocked:
 def still_running(clock: Clocked, message: str | None = None) -> Decision:
     """A stage that is fine but slow gets ``stalled``; one within its normal time, nothing."""
     if clock.stalled:
-        spent = int(clock.elapsed.total_seconds())
-        return Decision.wait(Blocker.STALLED, f"Still {message or 'working'} after {spent}s")
+        # The normal time, not the time spent: a message that changed every tick would write
+        # an event every tick.
+        normal = int(clock.stall_after.total_seconds())
+        detail = f": {message}" if message else ""
+        return Decision.wait(Blocker.STALLED, f"Taking longer than {normal}s{detail}")
     return Decision.wait(None, message)
 
 

@@ -59,8 +59,10 @@ def move(
             releases.activate(session, clock, deployment.unit, deployment.release)
         else:
             releases.abandon(deployment.release)
-            if before.reaches_cluster and not before.is_taking_traffic:
-                deployment.stage_marker = "cleanup"  # its pods are removed by the next tick
+            if before.reaches_cluster and before is not DeploymentState.DRAINING:
+                # Its pods are removed by the next tick; a failed activation included (its
+                # release is kept if the stable Service selects it after all).
+                deployment.stage_marker = "cleanup"
     events.record(
         session,
         now,

@@ -96,6 +96,9 @@ def create(
     source: str,
 ) -> schema.Release:
     """A new release with the next number of this unit (numbers are never reused or skipped)."""
+    # Lock the unit's row (PostgreSQL; SQLite has one writer anyway) so two replicas or a CLI
+    # beside a server never take the same number.
+    session.refresh(unit, attribute_names=["next_release_number"], with_for_update=True)
     number = unit.next_release_number
     unit.next_release_number = number + 1
     release = schema.Release(

@@ -64,9 +64,8 @@ def releasing(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
     if status.phase is JobPhase.SUCCEEDED:
         return Outcome(Decision.move(Trigger.START), marker)
     if status.phase is JobPhase.FAILED:
-        tail = (
-            f" Last output: {status.logs_tail.strip()[-300:]}" if status.logs_tail.strip() else ""
-        )
+        output = status.logs_tail.strip()[-300:]
+        tail = f" Last output: {output.rstrip('.')}." if output else ""
         return Outcome(
             Decision.move(
                 Trigger.FAIL,

@@ -74,7 +74,15 @@ def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
         moved += int(_teardown(ctx, unit_id))
     with ctx.db.transaction() as session:
         busy = session.scalars(
-            select(schema.Deployment.id).where(schema.Deployment.state.in_(ACTIVE_STATES)).limit(1)
+            select(schema.Deployment.id)
+            .where(
+                or_(
+                    schema.Deployment.state.in_(ACTIVE_STATES),
+                    # an ended deployment whose pods are still to be removed
+                    schema.Deployment.stage_marker == "cleanup",
+                )
+            )
+            .limit(1)
         ).first() is not None or bool(
             session.scalars(
                 select(schema.Unit.id)
@@ -118,9 +126,14 @@ def step(ctx: Context, deployment_id: int) -> bool:
         d = session.get(schema.Deployment, deployment_id)
         if d is None:
             return False
-        if d.stage_marker == "cleanup":
-            return _cleanup(ctx, session, d)
         state = S(d.state)
+        cleanup = state.is_final and d.stage_marker == "cleanup"
+    if cleanup:
+        return _cleanup(ctx, deployment_id)
+    with ctx.db.transaction() as session:
+        d = session.get(schema.Deployment, deployment_id)
+        if d is None or d.state != state.value:
+            return False
         if state.is_final or state is S.AWAITING_APPROVAL:
             return False
         if d.next_attempt_at is not None and ctx.clock.now() < d.next_attempt_at:
@@ -268,6 +281,27 @@ def _failed_call(
             session, ctx.clock, d, blocker=None, message=f"Retrying activation: {error.message}"
         )
     d.attempts += 1
+    if state is S.DRAINING:
+        # Traffic has moved: the new release serves. A drain the API refuses is retried
+        # (``stalled`` once the usual retries are spent), never a failure that would say the
+        # previous release keeps serving.
+        d.next_attempt_at = now + timedelta(seconds=min(2 ** (d.attempts - 1), 60))
+        if d.attempts <= MAX_RETRIES:
+            return recording.note(
+                session,
+                ctx.clock,
+                d,
+                blocker=None,
+                message=f"Retrying ({d.attempts}/{MAX_RETRIES}) after: {error.message}",
+            )
+        return recording.note(
+            session,
+            ctx.clock,
+            d,
+            blocker=Blocker.STALLED,
+            message=f"Draining {facts.previous} keeps failing ({error.message}); retrying. "
+            f"{d.release.name} serves.",
+        )
     if d.attempts > MAX_RETRIES:
         recording.move(
             session,
@@ -295,19 +329,33 @@ def _blocker(code: str) -> Blocker | None:
         return None
 
 
-def _cleanup(ctx: Context, session: Session, d: schema.Deployment) -> bool:
-    """Remove the objects of a release that ended without taking traffic."""
-    in_use = d.unit.active_release_id == d.release_id or any(
-        o.release_id == d.release_id and o.id != d.id
-        for o in recording.open_for_unit(session, d.unit_id)
-    )
+def _cleanup(ctx: Context, deployment_id: int) -> bool:
+    """Remove the objects of a release that ended without taking traffic.
+
+    The cluster is called with no transaction open (a runtime may use the database too)."""
+    with ctx.db.transaction() as session:
+        d = session.get(schema.Deployment, deployment_id)
+        if d is None or d.stage_marker != "cleanup":
+            return False
+        in_use = d.unit.active_release_id == d.release_id or any(
+            o.release_id == d.release_id and o.id != d.id
+            for o in recording.open_for_unit(session, d.unit_id)
+        )
+        cluster = objects.cluster_for(ctx, d)
+        namespace, unit, release = d.environment.namespace, d.unit.name, d.release.name
     if not in_use:
         try:
-            objects.cluster_for(ctx, d).remove(d.environment.namespace, d.unit.name, d.release.name)
+            # A refused activation may have landed after all: never remove what serves.
+            if cluster.selected_release(namespace, unit) != release:
+                cluster.remove(namespace, unit, release)
         except TransientError:
             return False  # try again next tick
-    d.stage_marker = None
-    return True
+    with ctx.db.transaction() as session:
+        d = session.get(schema.Deployment, deployment_id)
+        if d is None or d.stage_marker != "cleanup":
+            return False
+        d.stage_marker = None
+        return True
 
 
 def _teardown(ctx: Context, unit_id: int) -> bool:
@@ -317,10 +365,15 @@ def _teardown(ctx: Context, unit_id: int) -> bool:
             return False
         env = unit.environment
         cluster = ctx.clusters.for_environment(env.project.clusters, env.name)
-        try:
-            result = cluster.teardown(env.namespace, unit.name)
-        except TransientError:
-            return False  # stays pending-teardown until the cluster is back
+        namespace, name = env.namespace, unit.name
+    try:
+        result = cluster.teardown(namespace, name)
+    except TransientError:
+        return False  # stays pending-teardown until the cluster is back
+    with ctx.db.transaction() as session:
+        unit = session.get(schema.Unit, unit_id)
+        if unit is None or unit.status != ServiceStatus.PENDING_TEARDOWN.value:
+            return False
         unit.status = ServiceStatus.REMOVED.value
         unit.active_release_id = None
         for release in session.scalars(

@@ -254,8 +254,9 @@ class SimulatedCluster:
                 )
             body = dict(objects.stable_service)
             previous = self._get(session, objects.namespace, "Service", objects.unit)
+            before = previous.body if previous is not None else None  # _put replaces row.body
             self._apply_all(session, objects.namespace, (body,))
-            if previous is None or previous.body != body:
+            if before != body:
                 self._record(
                     session, f"activate {objects.namespace}/{objects.unit} {objects.release}"
                 )

@@ -24,12 +24,21 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's "begin" event start transactions (as BEGIN IMMEDIATE, below) instead of
+    # the driver's lazy BEGIN: a transaction that reads and then writes would otherwise fail
+    # with "database is locked" when another process wrote in between (the CLI beside a server).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _begin_immediate(connection: Any) -> None:
+    """SQLite has one writer: take the write lock up front and wait for it (busy_timeout)."""
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class Database:
@@ -47,6 +56,7 @@ class Database:
             raise ConfigurationError(f"NEBULA_DATABASE_URL is not usable: {_clean(exc)}") from exc
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _begin_immediate)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if migrate:
             self.migrate()
