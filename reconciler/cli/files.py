@@ -38,7 +38,11 @@ def validate(args: argparse.Namespace) -> int:
     errors = [p for p in problems if p.severity is Severity.ERROR]
     if args.json:
         output.print_json(
-            {"path": args.path, "valid": project is not None, "problems": [p.as_json() for p in problems]}
+            {
+                "path": args.path,
+                "valid": project is not None,
+                "problems": [p.as_json() for p in problems],
+            }
         )
     else:
         for problem in problems:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.model.positions import Path
-from reconciler.model.problems import Code, Problems, dotted
-from reconciler.model.reading import Locate, Reader, identity
+from reconciler.model.problems import Problems
+from reconciler.model.reading import Locate, Reader, identity, not_a_table
 
 OVERRIDE_KEYS = (
     "image",
@@ -39,12 +39,7 @@ def merged(
         return base, identity
     over_path: Path = (kind, unit, "environments", env)
     if not isinstance(override, dict):
-        problems.add(
-            over_path,
-            Code.WRONG_TYPE,
-            f"{dotted(over_path)} must be a table",
-            "write it as a section",
-        )
+        not_a_table(problems, over_path, override)
         return base, identity
     Reader(problems, override, over_path, allowed)  # unknown keys, reported at the override
 

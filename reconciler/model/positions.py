@@ -42,6 +42,7 @@ class _Scanner:
         self.line_start = 0
         self.found = Positions()
         self.aot_counts: dict[Path, int] = {}
+        self.last_key = (1, 1)
 
     # -- position bookkeeping -------------------------------------------------------------
     def here(self) -> tuple[int, int]:
@@ -77,16 +78,16 @@ class _Scanner:
                 return self.found
             if self.peek(2) == "[[":
                 self.advance(2)
-                parts = self.dotted_key(())
+                parts = self.dotted_key((), header=True)
                 self.skip_blank(False)
                 self.advance(2)
                 index = self.aot_counts.get(parts, 0)
                 self.aot_counts[parts] = index + 1
                 table = (*parts, index)
-                self.found.keys.setdefault(table, self.found.keys[parts])
+                self.found.keys.setdefault(table, self.last_key)  # this element's own header
             elif self.peek() == "[":
                 self.advance()
-                table = self.dotted_key(())
+                table = self.dotted_key((), header=True)
                 self.skip_blank(False)
                 self.advance()
             else:
@@ -99,17 +100,21 @@ class _Scanner:
         self.skip_blank(False)
         self.value(path)
 
-    def dotted_key(self, prefix: Path) -> Path:
+    def dotted_key(self, prefix: Path, *, header: bool = False) -> Path:
+        """In a header, a key leading to an array of tables means its latest element:
+        after ``[[a]]``, ``[a.b]`` is ``("a", 0, "b")``."""
         path = prefix
         while True:
             self.skip_blank(False)
-            start = self.here()
+            start = self.last_key = self.here()
             path = (*path, self.simple_key())
             self.found.keys.setdefault(path, start)
             self.skip_blank(False)
             if self.peek() != ".":
                 return path
             self.advance()
+            if header and path in self.aot_counts:
+                path = (*path, self.aot_counts[path] - 1)
 
     def simple_key(self) -> str:
         ch = self.peek()
@@ -172,7 +177,7 @@ class _Scanner:
         self.advance()
         raw = self.text[start : self.i]
         try:
-            return str(json.loads(raw))
+            return str(json.loads(raw, strict=False))  # TOML allows a raw tab in a string
         except ValueError:
             return raw[1:-1]
 

@@ -131,7 +131,10 @@ class Reader:
             return default
         value = self.table[key]
         if isinstance(value, bool) or not isinstance(value, int):
-            self._wrong(key, "an integer", str(default if default is not None else minimum))
+            # "8080" -> port = 8080: the fix for a quoted number is the number itself.
+            digits = value.strip() if isinstance(value, str) else ""
+            quoted = digits.isascii() and digits.isdigit()
+            self._wrong(key, "an integer", digits if quoted else str(default or minimum))
             return default
         if value < minimum or (maximum is not None and value > maximum):
             upper = f" and {maximum}" if maximum is not None else ""
@@ -208,6 +211,18 @@ class Reader:
             )
             return default
         return value
+
+
+def not_a_table(
+    problems: Problems, path: Path, value: object, *, locate: Locate = identity
+) -> None:
+    """A named section (a service, process, volume, override) written as a plain value."""
+    problems.add(
+        locate(path),
+        Code.WRONG_TYPE,
+        f"{dotted(path)} must be a table, not {type_name(value)}",
+        f"write it as a section: [{dotted(path)}]",
+    )
 
 
 def check_slug(

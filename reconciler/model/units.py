@@ -5,13 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from croniter import croniter
-
-from reconciler.model import references
+from reconciler.model import references, schedules
 from reconciler.model.merging import DATABASE_OVERRIDE_KEYS, OVERRIDE_KEYS, merged
 from reconciler.model.positions import Path
 from reconciler.model.problems import Code, Problems, Severity, dotted
-from reconciler.model.reading import ENV_NAME, Locate, Reader, check_slug, type_name
+from reconciler.model.reading import (
+    ENV_NAME,
+    Locate,
+    Reader,
+    check_slug,
+    not_a_table,
+    type_name,
+)
 from reconciler.model.specs import (
     DEFAULT_RELEASE_COMMAND_TIMEOUT,
     DEFAULT_STABILIZATION_SECONDS,
@@ -116,7 +121,7 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
         if not check_slug(problems, path, name, "process", locate=service.locate):
             continue
         if not isinstance(raw, dict):
-            problems.add(service.locate(path), Code.WRONG_TYPE, f"{dotted(path)} must be a table")
+            not_a_table(problems, path, raw, locate=service.locate)
             continue
         reader = Reader(problems, raw, path, PROCESS_KEYS, locate=service.locate)
         kind = reader.choice("type", [t.value for t in ProcessType], None, Code.INVALID_VALUE)
@@ -216,7 +221,7 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
 
 
 def _check_schedule(problems: Problems, reader: Reader, name: str, schedule: str | None) -> None:
-    hint = 'five fields: minute hour day-of-month month day-of-week, e.g. "0 3 * * *"'
+    hint = schedules.HINT
     if schedule is None:
         if not reader.has("schedule"):
             problems.add(
@@ -227,9 +232,12 @@ def _check_schedule(problems: Problems, reader: Reader, name: str, schedule: str
                 key=True,
             )
         return
-    if len(schedule.split()) != 5 or not croniter.is_valid(schedule):
+    if (reason := schedules.problem(schedule)) is not None:
         reader.error(
-            "schedule", Code.INVALID_SCHEDULE, f"'{schedule}' is not a valid cron schedule", hint
+            "schedule",
+            Code.INVALID_SCHEDULE,
+            f"'{schedule}' is not a valid cron schedule: {reason}",
+            hint,
         )
 
 
@@ -282,7 +290,7 @@ def _read_volumes(problems: Problems, service: Reader) -> tuple[VolumeSpec, ...]
         if not check_slug(problems, path, name, "volume", locate=service.locate):
             continue
         if not isinstance(raw, dict):
-            problems.add(service.locate(path), Code.WRONG_TYPE, f"{dotted(path)} must be a table")
+            not_a_table(problems, path, raw, locate=service.locate)
             continue
         reader = Reader(problems, raw, path, VOLUME_KEYS, locate=service.locate)
         mount = reader.string("mount", None, example='"/data"')

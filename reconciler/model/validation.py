@@ -16,10 +16,7 @@ import tomlkit.exceptions
 from reconciler.errors import InvalidFileError
 from reconciler.model import crosschecks, positions, units
 from reconciler.model.problems import Code, Problem, Problems, Severity
-from reconciler.model.reading import (
-    Reader,
-    check_slug,
-)
+from reconciler.model.reading import Reader, check_slug, not_a_table
 from reconciler.model.specs import (
     EnvironmentConfig,
     EnvironmentSpec,
@@ -46,26 +43,37 @@ def check(text: str, path: str = "nebula.toml") -> tuple[ProjectFile | None, lis
         data = tomlkit.parse(text).unwrap()
     except tomlkit.exceptions.ParseError as exc:
         message = str(exc).split(" at line ")[0]
-        return None, [
-            Problem(
-                Location(path, exc.line, exc.col),
-                Code.SYNTAX,
-                f"invalid TOML: {message[0].lower() + message[1:] if message else 'syntax error'}",
-                "check quotes, brackets and '=' on this line (see https://toml.io)",
-            )
-        ]
+        line, col = exc.line, exc.col
+        if isinstance(exc, tomlkit.exceptions.UnexpectedEofError) or "'\\x00'" in message:
+            # tomlkit reads past the end as '\x00' and reports column 0 of some earlier line.
+            message, line, col = "unexpected end of file", len(text) + 1, len(text) + 1
+        return None, [_syntax(Location(path, *_clamped(text, line, col)), message)]
     except (tomlkit.exceptions.TOMLKitError, ValueError) as exc:
-        return None, [
-            Problem(
-                Location(path, 1, 1), Code.SYNTAX, f"invalid TOML: {exc}", "see https://toml.io"
-            )
-        ]
+        # Raised while building the document (e.g. a table redefining a key), with no position.
+        return None, [_syntax(Location(path, 1, 1), str(exc))]
     problems = Problems(path, positions.scan(text))
     project = _FileReader(problems, data).read(text)
     ordered = problems.sorted()
     if problems.errors:
         return None, ordered
     return project, ordered
+
+
+def _syntax(location: Location, message: str) -> Problem:
+    hint = (
+        "a key or table may be defined only once: merge the two definitions"
+        if message.endswith("already exists.")
+        else "check quotes, brackets and '=' on this line (see https://toml.io)"
+    )
+    message = message[0].lower() + message[1:] if message else "syntax error"
+    return Problem(location, Code.SYNTAX, f"invalid TOML: {message}", hint)
+
+
+def _clamped(text: str, line: int, col: int) -> tuple[int, int]:
+    """tomlkit's error position made a real one: it may say column 0, or a line past the end."""
+    lines = text.removesuffix("\n").split("\n")
+    line = min(max(line, 1), len(lines))
+    return line, min(max(col, 1), len(lines[line - 1]) + 1)
 
 
 class _FileReader:
@@ -137,12 +145,7 @@ class _FileReader:
             if not check_slug(self.problems, (key, name), name, what):
                 continue
             if not isinstance(table, dict):
-                self.problems.add(
-                    (key, name),
-                    Code.WRONG_TYPE,
-                    f"{key}.{name} must be a table, not a value",
-                    f"write it as a section: [{key}.{name}]",
-                )
+                not_a_table(self.problems, (key, name), table)
                 continue
             out[name] = table
         return out
@@ -150,8 +153,11 @@ class _FileReader:
     def _check_override_names(
         self, kind: str, unit: str, table: dict[str, Any], declared: tuple[str, ...]
     ) -> None:
-        overrides = table.get("environments")
+        if "environments" not in table:
+            return
+        overrides = table["environments"]
         if not isinstance(overrides, dict):
+            not_a_table(self.problems, (kind, unit, "environments"), overrides)
             return
         for env in overrides:
             if env not in declared:
