@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reconciler.clock import Clock, SystemClock
 from reconciler.context import Context
 from reconciler.gitsource.cache import GitCache
-from reconciler.gitsource.credentials import GitCredentials
+from reconciler.gitsource.credentials import GitCredentials, SshKey
 from reconciler.runtimes.registry import Clusters
 from reconciler.settings import Settings
 from reconciler.store.crypto import open_vault
@@ -19,7 +21,14 @@ def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = 
     if git:
         cache = GitCache(
             settings.resolved_git_cache_dir,
-            credentials=GitCredentials.parse(settings.git_credentials),
+            credentials=GitCredentials.parse(
+                settings.git_credentials,
+                ssh_key=SshKey(
+                    Path(settings.git_ssh_key), passphrase=settings.git_ssh_key_passphrase
+                )
+                if settings.git_ssh_key
+                else None,
+            ),
         )
     ctx = Context(db=db, clock=clock or SystemClock(), settings=settings, vault=vault, git=cache)
     ctx.clusters = Clusters(settings, db, ctx.clock)

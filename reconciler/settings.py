@@ -38,6 +38,8 @@ class Settings:
     state_dir: Path = DEFAULT_STATE_DIR
     git_cache_dir: Path | None = None
     git_credentials: str = field(default="", repr=False)  # "host=token,host2=token2"
+    git_ssh_key: str = ""  # path of a private key for ssh:// remotes
+    git_ssh_key_passphrase: str = field(default="", repr=False)
     replica_id: str = ""
 
     @property

@@ -46,7 +46,8 @@ def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
         targets = [
             (p.slug, p.repo_url, p.branch) for p in rows if wanted is None or p.slug in wanted
         ]
-    heads = ctx.git.heads({(url, branch) for _, url, branch in targets})
+    # Moved heads are fetched by the same workers, overlapping with other remotes' answers.
+    heads = ctx.git.heads({(url, branch) for _, url, branch in targets}, fetch=True)
     report = PollReport()
     for slug, url, branch in targets:
         with ctx.db.transaction() as session:
@@ -68,7 +69,7 @@ def _poll_one(
             ctx,
             project,
             Blocker.DELIVERY,
-            f"{head.error.message}; environments keep serving",
+            _keep_serving(head.error.message),
             None,
         )
         report.blocked[project.slug] = Blocker.DELIVERY.value
@@ -99,7 +100,7 @@ def _poll_one(
             ctx,
             project,
             Blocker.DELIVERY,
-            f"{exc.message}; environments keep serving",
+            _keep_serving(exc.message),
             None,
         )
         report.blocked[project.slug] = Blocker.DELIVERY.value
@@ -145,6 +146,11 @@ def _poll_one(
         committed_at=info.committed_at,
     )
     report.staged += [c.id for c in staging.stage(session, ctx, project, commit, file)]
+
+
+def _keep_serving(message: str) -> str:
+    text = message.strip()
+    return f"{text}{'' if text.endswith('.') else '.'} Environments keep serving."
 
 
 def _interval(project: schema.Project) -> timedelta:

@@ -42,7 +42,9 @@ def test_apply_creates_deployments_in_dependency_order(nebula: Nebula, git_repo:
     assert order == ["cache", "db", "admin", "search", "api", "web"]
 
 
-def test_a_dependent_waits_for_its_dependency_with_the_exact_message(nebula: Nebula, git_repo: GitRepo) -> None:
+def test_a_dependent_waits_for_its_dependency_with_the_exact_message(
+    nebula: Nebula, git_repo: GitRepo
+) -> None:
     git_repo.commit({"nebula.toml": ORDERED})
     nebula.ok(f"project add shop --repo {git_repo.url}")
     nebula.reconcile()
@@ -56,15 +58,17 @@ def test_a_dependent_waits_for_its_dependency_with_the_exact_message(nebula: Neb
 
 
 def test_drift_refusal_in_an_unprotected_environment(nebula: Nebula, git_repo: GitRepo) -> None:
-    text = BASE.replace('[services.api]\n', '[services.api]\nauto_deploy = false\n')
+    text = BASE.replace("[services.api]\n", "[services.api]\nauto_deploy = false\n")
     git_repo.commit({"nebula.toml": text})
     nebula.ok(f"project add shop --repo {git_repo.url}")
     nebula.reconcile()
-    first = [c for c in nebula.changesets() if c["environment"] == "staging"][0]
+    first = next(c for c in nebula.changesets() if c["environment"] == "staging")
     nebula.ok(f"changeset apply {first['id']}")
     nebula.settle()
     # Two drafts staged against the same live value; applying one drifts the other.
-    git_repo.commit({"nebula.toml": text.replace('LOG_LEVEL = "info"', 'LOG_LEVEL = "debug"')}, "debug")
+    git_repo.commit(
+        {"nebula.toml": text.replace('LOG_LEVEL = "info"', 'LOG_LEVEL = "debug"')}, "debug"
+    )
     nebula.reconcile()
     draft = [c for c in nebula.changesets() if c["environment"] == "staging"][-1]
     assert draft["state"] == "draft"
@@ -73,9 +77,13 @@ def test_drift_refusal_in_an_unprotected_environment(nebula: Nebula, git_repo: G
     with nebula.ctx.db.transaction() as session:
         from reconciler.store import schema
 
-        unit = session.query(schema.Unit).filter_by(name="api").join(schema.Environment).filter(
-            schema.Environment.name == "staging"
-        ).one()
+        unit = (
+            session.query(schema.Unit)
+            .filter_by(name="api")
+            .join(schema.Environment)
+            .filter(schema.Environment.name == "staging")
+            .one()
+        )
         assert unit.active_release is not None
         config = dict(unit.active_release.config)
         spec = dict(config["spec"])
@@ -99,7 +107,7 @@ def test_discard_and_show(nebula: Nebula, git_repo: GitRepo) -> None:
     git_repo.commit({"nebula.toml": BASE})
     nebula.ok(f"project add shop --repo {git_repo.url}")
     nebula.reconcile()
-    prod = [c for c in nebula.changesets() if c["environment"] == "production"][0]
+    prod = next(c for c in nebula.changesets() if c["environment"] == "production")
     nebula.ok("member add ada --role admin")
     nebula.ok(f"changeset discard {prod['id']} --as ada")
     shown = nebula.json(f"changeset show {prod['id']}")["changeset"]

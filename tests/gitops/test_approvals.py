@@ -35,7 +35,9 @@ def pending(nebula: Nebula) -> list[dict[str, object]]:
     return [a for a in nebula.approvals() if a["state"] == "pending"]
 
 
-def test_a_push_to_production_waits_for_one_approval_for_the_change_set(live: Nebula, git_repo: GitRepo) -> None:
+def test_a_push_to_production_waits_for_one_approval_for_the_change_set(
+    live: Nebula, git_repo: GitRepo
+) -> None:
     git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
     live.reconcile()
     [approval] = pending(live)
@@ -49,10 +51,16 @@ def test_a_push_to_production_waits_for_one_approval_for_the_change_set(live: Ne
     live.settle()
     assert live.unit("production", "api")["active_release"] == "r-2"
     decided = next(a for a in live.approvals() if a["id"] == approval["id"])
-    assert (decided["state"], decided["decided_by"], decided["decided_via"]) == ("approved", "ada", "cli")
+    assert (decided["state"], decided["decided_by"], decided["decided_via"]) == (
+        "approved",
+        "ada",
+        "cli",
+    )
 
 
-def test_reject_ends_the_change_set_and_its_deployments_rejected(live: Nebula, git_repo: GitRepo) -> None:
+def test_reject_ends_the_change_set_and_its_deployments_rejected(
+    live: Nebula, git_repo: GitRepo
+) -> None:
     git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
     live.reconcile()
     [approval] = pending(live)
@@ -142,7 +150,9 @@ def test_skip_production_approval_covers_pushes_when_self_approval_is_allowed(
     assert latest["requested_by"] == "project:shop"
 
 
-def test_a_change_set_passes_by_skip_only_when_every_service_has_it(live: Nebula, git_repo: GitRepo) -> None:
+def test_a_change_set_passes_by_skip_only_when_every_service_has_it(
+    live: Nebula, git_repo: GitRepo
+) -> None:
     live.ok("policy set forbid_self_approval false")
     live.ok("service set shop api --env production skip_production_approval true --as ada")
     both = with_log_level("debug").replace('API_URL = "http://', 'EXTRA = "1"\nAPI_URL = "http://')
@@ -166,7 +176,9 @@ def test_approving_ends_older_pending_requests_for_the_same_service(live: Nebula
     assert (shown["state"], shown["message"]) == ("superseded", "Superseded by r-3")
 
 
-def test_an_undecided_approval_expires_and_cancels_its_target(live: Nebula, git_repo: GitRepo) -> None:
+def test_an_undecided_approval_expires_and_cancels_its_target(
+    live: Nebula, git_repo: GitRepo
+) -> None:
     git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
     live.reconcile()
     [approval] = pending(live)
@@ -179,7 +191,10 @@ def test_an_undecided_approval_expires_and_cancels_its_target(live: Nebula, git_
     assert expired["state"] == "expired"
     assert expired["reason"] == "Approval expired after 24h without a decision"
     api = live.unit("production", "api")["deployment"]
-    assert (api["state"], api["message"]) == ("cancelled", "Approval expired after 24h without a decision")
+    assert (api["state"], api["message"]) == (
+        "cancelled",
+        "Approval expired after 24h without a decision",
+    )
     late = live.cli(f"approve {approval['id']} --as ada")
     assert late.code == 1
     assert late.err.startswith(f"error: Approval {approval['id']} is already expired")
@@ -195,7 +210,9 @@ def test_a_freeze_refuses_production_deploys_at_once_and_allows_rollbacks(live: 
     live.settle()
     live.ok("freeze add --days sat,sun --from 00:00 --to 24:00 --tz Europe/Berlin")
     _saturday(live)
-    frozen = "Deploys to protected environments are frozen until Mon 2026-01-12 00:00 (Europe/Berlin)."
+    frozen = (
+        "Deploys to protected environments are frozen until Mon 2026-01-12 00:00 (Europe/Berlin)."
+    )
     refused = live.cli("redeploy shop api --env production --as ada")
     assert (refused.code, refused.err) == (1, f"error: {frozen}\n")
     # Staging is not protected: it is not frozen.
@@ -227,7 +244,9 @@ def test_a_freeze_refuses_pushes_and_approvals(live: Nebula, git_repo: GitRepo) 
     live.ok(f"changeset apply {latest['id']}")
 
 
-def test_the_concurrency_cap_refuses_past_the_limit_on_every_path(live: Nebula, git_repo: GitRepo) -> None:
+def test_the_concurrency_cap_refuses_past_the_limit_on_every_path(
+    live: Nebula, git_repo: GitRepo
+) -> None:
     live.ok("project set shop concurrency 1")
     live.ok("policy set forbid_self_approval false")
     message = "The project is already running its maximum number of concurrent deployments (1)."
@@ -258,7 +277,10 @@ def test_cancel_ends_a_deployment_and_its_approval(live: Nebula) -> None:
     approval = next(a for a in live.approvals() if a["id"] == out["approval"]["id"])
     assert approval["state"] == "cancelled"
     again = live.cli(f"cancel {out['deployment']['id']}")
-    assert (again.code, again.err) == (1, f"error: Deployment {out['deployment']['id']} has already ended (cancelled)\n")
+    assert (again.code, again.err) == (
+        1,
+        f"error: Deployment {out['deployment']['id']} has already ended (cancelled)\n",
+    )
 
 
 def test_expiry_uses_the_configured_ttl(tmp_path: object, git_repo: GitRepo) -> None:
