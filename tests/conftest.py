@@ -1,3 +1,8 @@
 """Shared fixtures live in tests/plugins/, one module per concern."""
 
-pytest_plugins = ["tests.plugins.infra", "tests.plugins.git", "tests.plugins.nebula"]
+pytest_plugins = [
+    "tests.plugins.infra",
+    "tests.plugins.git",
+    "tests.plugins.nebula",
+    "tests.plugins.slack",
+]

@@ -1,0 +1,129 @@
+"""From an outbox row to a Slack call: what to send, where, and what to remember afterwards.
+
+``prepare`` reads the store (inside the deliverer's short transaction) and decides: post a
+new message, edit one, wait for another row first, skip, or fail without calling Slack.
+``send`` makes the call with no transaction open. ``delivered`` records what Slack answered
+(an approval request's channel and ts, which its later update edits).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from notifiers import gathering, keys, messages
+from notifiers.facts import Failure, ProjectState
+from notifiers.keys import Kind
+from notifiers.notifying import Message, Notifier, Posted
+from reconciler.errors import PermanentError
+from reconciler.settings import Settings
+from reconciler.store import schema
+
+log = logging.getLogger("nebula.outbox")
+# Slack's clock and ours may differ a little: look back this much further for a lost post.
+CLOCK_SKEW = timedelta(minutes=5)
+NO_CHANNEL = (
+    "no Slack channel to post to: set NEBULA_SLACK_CHANNEL, or the project's channel with "
+    "nebula project set SLUG slack_channel C0123456"
+)
+
+
+@dataclass(frozen=True)
+class Post:
+    channel: str
+    message: Message
+
+
+@dataclass(frozen=True)
+class Edit:
+    posted: Posted
+    message: Message
+
+
+@dataclass(frozen=True)
+class Wait:
+    until: datetime
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Fail:
+    reason: str
+
+
+Plan = Post | Edit | Wait | Skip | Fail
+
+
+def prepare(session: Session, settings: Settings, row: schema.OutboxMessage) -> Plan:
+    payload = row.payload or {}
+    kind = Kind(row.kind)
+    if kind is Kind.DEPLOYMENT_FAILED:
+        failure = Failure.from_payload(
+            payload, gathering.failure_url(settings, int(payload["deployment_id"]))
+        )
+        return _post(session, settings, failure.project, messages.failure(failure))
+    if kind in (Kind.PROJECT_BLOCKED, Kind.PROJECT_RECOVERED):
+        state = ProjectState.from_payload(
+            payload, gathering.project_link(settings, str(payload["project"]))
+        )
+        return _post(session, settings, state.project, messages.project_state(state))
+    approval = session.get(schema.Approval, int(payload["approval_id"]))
+    if approval is None:
+        return Skip(f"approval {payload['approval_id']} no longer exists")
+    message = messages.approval(gathering.approval_request(session, settings, approval))
+    if kind is Kind.APPROVAL_REQUEST:
+        return _post(session, settings, approval.environment.project.slug, message)
+    if approval.slack_channel and approval.slack_ts:
+        return Edit(Posted(approval.slack_channel, approval.slack_ts), message)
+    request = session.scalars(
+        select(schema.OutboxMessage).where(
+            schema.OutboxMessage.key == keys.approval_request(approval.id)
+        )
+    ).first()
+    if request is not None and request.delivered_at is None:
+        return Wait(request.next_attempt_at)  # it edits that message: the request goes first
+    return Skip("the approval request was never posted, so there is no message to update")
+
+
+def _post(session: Session, settings: Settings, slug: str, message: Message) -> Plan:
+    project = session.scalars(select(schema.Project).where(schema.Project.slug == slug)).first()
+    channel = (project.slack_channel if project is not None else None) or settings.slack_channel
+    return Post(channel, message) if channel else Fail(NO_CHANNEL)
+
+
+def send(
+    notifier: Notifier, plan: Post | Edit, key: str, created_at: datetime, *, look_first: bool
+) -> dict[str, Any]:
+    """Make the call; ``look_first`` when an earlier attempt may have posted already."""
+    if isinstance(plan, Edit):
+        posted = notifier.update(plan.posted, plan.message)
+        return {"channel": posted.channel, "ts": posted.ts, "updated": True}
+    if look_first:
+        try:
+            found = notifier.find(plan.channel, key, created_at - CLOCK_SKEW)
+        except PermanentError as exc:
+            # No history scope, or a channel name instead of an id: post (at least once).
+            log.warning("cannot look for an earlier post of %s: %s", key, exc.message)
+            found = None
+        if found is not None:
+            return {"channel": found.channel, "ts": found.ts, "found": True}
+    posted = notifier.post(plan.channel, plan.message, key)
+    return {"channel": posted.channel, "ts": posted.ts}
+
+
+def delivered(session: Session, row: schema.OutboxMessage, result: dict[str, Any]) -> None:
+    if row.kind != Kind.APPROVAL_REQUEST.value:
+        return
+    approval = session.get(schema.Approval, int((row.payload or {})["approval_id"]))
+    if approval is not None:
+        approval.slack_channel = str(result["channel"])
+        approval.slack_ts = str(result["ts"])

@@ -1,0 +1,152 @@
+"""What a notice says, as frozen values: read from the store once, rendered by ``messages``.
+
+Keeping these separate from Block Kit lets the message builders stay pure (tested without a
+database) and lets the outbox keep a snapshot of facts that may change later, such as what
+was serving when a deployment failed or the message of a project blocker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from reconciler.clock import utc
+
+
+@dataclass(frozen=True)
+class ServiceRelease:
+    """One service a request deploys: ``api r-8``, its deployment kind, and what runs now."""
+
+    service: str
+    release: str
+    kind: str  # deploy | rollback | promote
+    unit_kind: str  # service | database
+    previous: str | None = None
+
+
+@dataclass(frozen=True)
+class Line:
+    """One change-set line, as ``nebula changeset show`` lists it."""
+
+    service: str
+    kind: str
+    field: str
+    before: Any
+    after: Any
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    author: str | None
+    message: str | None
+
+    @property
+    def short(self) -> str:
+        return self.sha[:7]
+
+
+@dataclass(frozen=True)
+class ManifestDiff:
+    """Rendered objects the request creates, changes and removes, by ``Kind/name``."""
+
+    created: tuple[str, ...] = ()
+    configured: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    unchanged: int = 0
+    unavailable: str | None = None  # why no summary could be computed
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How an approval ended: who, when, through which channel, and why."""
+
+    state: str  # approved | rejected | expired | cancelled
+    by: str | None
+    via: str | None
+    at: datetime | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    approval_id: int
+    project: str
+    environment: str
+    target: str  # changeset | deployment
+    target_id: int
+    kind: str  # changeset | deploy | rollback | promote
+    requested_by: str
+    requested_at: datetime
+    expires_at: datetime
+    url: str
+    commit: Commit | None = None  # for a push: the project asked, the commit says why
+    services: tuple[ServiceRelease, ...] = ()
+    lines: tuple[Line, ...] = ()
+    manifests: ManifestDiff = field(default_factory=ManifestDiff)
+    decision: Decision | None = None  # set once it is no longer pending
+
+    @property
+    def by_project(self) -> bool:
+        return self.requested_by.startswith("project:")
+
+
+@dataclass(frozen=True)
+class Failure:
+    deployment_id: int
+    project: str
+    environment: str
+    service: str
+    release: str
+    kind: str
+    blocker: str | None
+    message: str | None
+    keeps_serving: str | None  # the release still serving, or None when nothing was
+    url: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        """The snapshot the outbox keeps; the link is made when it is sent, from the settings."""
+        return {k: v for k, v in asdict(self).items() if k != "url"}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], url: str) -> Failure:
+        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
+        return cls(**values, url=url)
+
+
+@dataclass(frozen=True)
+class ProjectState:
+    """A project-level blocker (configuration, delivery) or its recovery."""
+
+    project: str
+    blocker: str
+    message: str
+    commit: str | None
+    recovered: bool = False
+    url: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "url"}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], url: str) -> ProjectState:
+        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
+        return cls(**values, url=url)
+
+
+# -- links to the status page --------------------------------------------------------------
+
+
+def project_url(public_url: str, project: str, environment: str | None = None) -> str:
+    base = f"{public_url.rstrip('/')}/projects/{quote(project)}"
+    return f"{base}#{quote(environment)}" if environment else base
+
+
+def deployment_url(public_url: str, deployment_id: int) -> str:
+    return f"{public_url.rstrip('/')}/deployments/{deployment_id}"
+
+
+def when(value: datetime | None) -> str:
+    return utc(value).strftime("%Y-%m-%d %H:%M UTC") if value is not None else ""

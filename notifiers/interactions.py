@@ -1,0 +1,182 @@
+"""``POST /slack/interactions``: Approve and Reject clicked in Slack.
+
+The order matters: the signature is checked on the raw body before anything is parsed (401
+and nothing changes otherwise); then the Slack user is mapped to a member, and the decision
+goes through the same ``decide`` as the CLI and the API, so the same rules refuse the same
+things. Slack wants an answer within 3 seconds: the decision is one short transaction, and
+what talks to Slack afterwards (the ephemeral reply, the message update) runs once the
+answer has been sent. Should the store be slow to take the decision, the click is
+acknowledged after ``ACK_WITHIN`` anyway and the decision's outcome follows the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, BackgroundTasks, Request, Response
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from notifiers import keys, messages, outbox, signatures, slack
+from notifiers.notifying import Notifier
+from reconciler.admin import members
+from reconciler.context import Context
+from reconciler.core.states import DecisionChannel
+from reconciler.errors import NebulaError, UnauthorizedError
+from reconciler.gitops import deciding
+
+log = logging.getLogger("nebula.slack")
+MAX_BODY = 1 << 20  # Slack's interaction payloads are a few kilobytes
+ACK_WITHIN = 2.0  # seconds: Slack shows the person an error after 3
+
+
+@dataclass(frozen=True)
+class Click:
+    """One Approve or Reject click, as Slack reports it."""
+
+    user_id: str
+    approve: bool
+    value: str
+    response_url: str
+
+
+@dataclass
+class Answer:
+    ephemeral: str | None = None  # why nothing changed, for the person who clicked only
+    deliver: list[str] = field(default_factory=list)  # outbox keys worth sending right away
+
+
+def router(ctx: Context, notifier: Notifier | None = None) -> APIRouter:
+    """The endpoint, bound to ``ctx``; mount it on the web app."""
+    verifier = signatures.RequestVerifier(ctx.settings.slack_signing_secret, ctx.clock)
+    replies: Notifier = notifier or slack.SlackNotifier(
+        ctx.settings.slack_bot_token, ctx.settings.slack_api_url
+    )
+    api = APIRouter()
+
+    @api.post("/slack/interactions", include_in_schema=False)
+    async def interactions(request: Request, background: BackgroundTasks) -> Response:
+        length = request.headers.get("content-length") or "0"
+        if not length.isdigit() or int(length) > MAX_BODY:
+            return _error(413, "too-large", "Request body too large")
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return _error(413, "too-large", "Request body too large")
+        try:
+            verifier.check(body, request.headers)
+        except UnauthorizedError as exc:
+            log.warning("refused a Slack interaction: %s", exc.message)
+            return _error(401, "unauthorized", exc.message)
+        try:
+            click = parse(body)
+        except ValueError as exc:
+            return _error(400, "bad-request", str(exc))
+        if click is None:
+            return Response(status_code=200)  # another kind of interaction: nothing to do
+        deciding_now = asyncio.ensure_future(run_in_threadpool(decide, ctx, click))
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(deciding_now), ACK_WITHIN)
+        except TimeoutError:
+            # The store is slow (a long write elsewhere): acknowledge now, follow up after.
+            background.add_task(follow_up, deciding_now, click)
+            return Response(status_code=200)
+        background.add_task(follow_up, deciding_now, click, answer)
+        return Response(status_code=200)
+
+    async def follow_up(
+        pending: asyncio.Future[Answer], click: Click, answer: Answer | None = None
+    ) -> None:
+        answer = answer if answer is not None else await pending
+        if answer.ephemeral is not None:
+            await run_in_threadpool(_reply, replies, click.response_url, answer.ephemeral)
+        if answer.deliver and (notifier is not None or ctx.settings.slack_bot_token):
+            await run_in_threadpool(_deliver, ctx, notifier, answer.deliver)
+
+    return api
+
+
+def parse(body: bytes) -> Click | None:
+    """The click in a ``block_actions`` payload; None for anything else."""
+    try:
+        form = parse_qs(body.decode("utf-8"), strict_parsing=True)
+        payload: Any = json.loads(form["payload"][0])
+    except (UnicodeDecodeError, ValueError, KeyError) as exc:
+        raise ValueError("Expected a form body with a JSON payload field") from exc
+    if not isinstance(payload, dict) or payload.get("type") != "block_actions":
+        return None
+    for action in payload.get("actions") or []:
+        if not isinstance(action, dict):
+            continue
+        action_id = action.get("action_id")
+        if action_id in (messages.APPROVE, messages.REJECT):
+            user = payload.get("user") or {}
+            return Click(
+                user_id=str(user.get("id") or ""),
+                approve=action_id == messages.APPROVE,
+                value=str(action.get("value") or ""),
+                response_url=str(payload.get("response_url") or ""),
+            )
+    return None
+
+
+def decide(ctx: Context, click: Click) -> Answer:
+    """Record the decision, or say why not; a refusal changes nothing (its transaction is
+    rolled back, an expiry noticed on the way included: the scheduler records that)."""
+    if not click.value.isdigit():
+        return Answer(f"This button does not name an approval ({click.value!r}).")
+    approval_id = int(click.value)
+    verb = "approve" if click.approve else "reject"
+    try:
+        with ctx.db.transaction() as session:
+            member = members.by_slack_id(session, click.user_id) if click.user_id else None
+            if member is None:
+                return Answer(
+                    f"Your Slack account ({click.user_id or 'unknown'}) is not linked to a Nebula "
+                    f"member, so you cannot {verb} approval {approval_id}. An owner can link it "
+                    f"with: nebula member add NAME --role admin --slack-id {click.user_id or 'U…'}"
+                )
+            deciding.decide(
+                session,
+                ctx,
+                approval_id,
+                member.name,
+                approve=click.approve,
+                via=DecisionChannel.SLACK,
+            )
+    except NebulaError as exc:
+        hint = f" ({exc.hint})" if exc.hint else ""
+        return Answer(f"Not done: {exc.message}{hint}")
+    except Exception:
+        log.exception("recording a Slack decision on approval %s failed", approval_id)
+        return Answer(
+            f"Nebula could not record your decision on approval {approval_id}. Try again, or "
+            f"use: nebula {verb} {approval_id}"
+        )
+    return Answer(deliver=[keys.approval_update(approval_id)])
+
+
+def _reply(notifier: Notifier, response_url: str, text: str) -> None:
+    if not response_url:
+        return
+    try:
+        notifier.respond(response_url, text)
+    except NebulaError as exc:
+        log.warning("could not reply in Slack: %s", exc.message)
+
+
+def _deliver(ctx: Context, notifier: Notifier | None, wanted: list[str]) -> None:
+    """Update the message now rather than on the scheduler's next round; a failure here is
+    left to the outbox's retries."""
+    try:
+        outbox.deliver_due(ctx, notifier, keys=wanted)
+    except Exception:
+        log.exception("delivering %s right after a Slack decision failed", ", ".join(wanted))
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)

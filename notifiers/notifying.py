@@ -1,0 +1,68 @@
+"""The ``Notifier`` interface: what the outbox and the interactions endpoint need from a chat.
+
+One implementation talks to Slack (``notifiers.slack``); tests run it against a local Slack
+Web API server rather than replacing it. Failures come back as our own errors: a
+``TransientError`` is worth retrying (``RateLimited`` says when), a ``PermanentError`` is
+not until someone changes a setting, and ``Unanswered`` means the request may or may not
+have reached Slack, so a retry must first look for the message it may have posted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from notifiers.blocks import Block
+from reconciler.errors import TransientError
+
+
+@dataclass(frozen=True)
+class Message:
+    """A notification: ``text`` is what phones and screen readers show, ``blocks`` the layout."""
+
+    text: str
+    blocks: tuple[Block, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "blocks": list(self.blocks)}
+
+
+@dataclass(frozen=True)
+class Posted:
+    """Where a message lives: ``chat.update`` needs the channel id and the ts Slack returned."""
+
+    channel: str
+    ts: str
+
+
+class RateLimited(TransientError):
+    """Slack answered 429: nothing more should be sent before ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message, code="rate-limited", status=429)
+        self.retry_after = retry_after
+
+
+class Unanswered(TransientError):
+    """The request went out but no answer came back (timeout, connection dropped)."""
+
+    code = "unanswered"
+
+
+class Notifier(Protocol):
+    def post(self, channel: str, message: Message, key: str) -> Posted:
+        """Post a new message, tagged with ``key`` so that ``find`` can recognise it."""
+        ...
+
+    def update(self, posted: Posted, message: Message) -> Posted:
+        """Replace a message in place (idempotent: sending the same update twice is harmless)."""
+        ...
+
+    def find(self, channel: str, key: str, since: datetime) -> Posted | None:
+        """The message tagged ``key`` posted to ``channel`` after ``since``, if there is one."""
+        ...
+
+    def respond(self, response_url: str, text: str) -> None:
+        """An ephemeral reply, seen only by the person who clicked."""
+        ...

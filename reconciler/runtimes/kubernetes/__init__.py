@@ -1,0 +1,59 @@
+"""The Kubernetes runtime (``NEBULA_CLUSTER=kubernetes``): the ``Cluster`` interface on a real
+API server, through the official ``kubernetes`` client.
+
+The modules, from the wire up::
+
+    configs      kubeconfig context or in-cluster service account -> a client with short timeouts
+    failures     ApiException / urllib3 errors / error statuses -> our errors, secrets removed
+    transport    the one place requests are sent; JSON in, JSON out
+    discovery    what the server serves: paths of kinds, and the renderer's Capabilities
+    applying     server-side apply as field manager ``nebula``
+    quotas       does a release fit the namespace's ResourceQuotas at all (pure)
+    jobs         the release command Job's outcome (pure)
+    rollouts     a workload's progress and definitive obstacles from its status (pure)
+    probing      the qualifying check through the release's own Service
+    activating   the stable Service's selector
+    draining     scale to zero, delete by label, teardown
+    cluster      KubernetesCluster, composing the above
+
+Only ``configs``, ``transport`` and ``failures`` talk to the client library; nothing outside
+this package imports ``kubernetes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reconciler.clock import Clock
+from reconciler.runtimes.kubernetes import configs
+from reconciler.runtimes.kubernetes.cluster import KubernetesCluster
+from reconciler.runtimes.kubernetes.configs import Timeouts
+from reconciler.runtimes.kubernetes.probing import Prober
+from reconciler.settings import Settings
+
+__all__ = ["KubernetesCluster", "Timeouts", "connect"]
+
+
+def connect(
+    context: str | None = None,
+    kubeconfig: str | None = None,
+    *,
+    clock: Clock | None = None,
+    settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
+    timeouts: Timeouts | None = None,
+    prober: Prober | None = None,
+) -> KubernetesCluster:
+    """The cluster behind a kubeconfig ``context`` (None: the current one), or the cluster
+    Nebula runs in when neither a context nor a kubeconfig is given and it runs in a pod.
+
+    Raises ``ConfigurationError`` when no usable configuration is found; nothing is sent to
+    the API server until the first call, so connecting to a cluster that is down succeeds and
+    the calls then raise ``UnreachableError``. ``settings`` are the server's (none of them
+    changes how the cluster is reached yet); ``environ`` defaults to the process environment
+    (``KUBECONFIG``, ``KUBERNETES_SERVICE_HOST``).
+    """
+    del settings
+    connection = configs.connect(context, kubeconfig, environ=environ,
+                                 timeouts=timeouts or Timeouts())
+    return KubernetesCluster(connection, clock, prober=prober)

@@ -1,0 +1,137 @@
+"""Where a cluster's address and credentials come from: a kubeconfig context, or the pod's own
+service account when Nebula runs inside the cluster.
+
+Each environment of a project may name its own context (``nebula project set SLUG cluster.ENV
+CONTEXT``), so this builds one client per context. No context and no kubeconfig inside a pod
+means the in-cluster service account, as ``kubectl`` run in a pod would do.
+
+Clients get short timeouts and at most one reconnect: retrying is the engine's job, with its
+own count per stage, and a client that waits minutes on a dead API server would hold a
+reconciler's lease for nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+from urllib3 import BaseHTTPResponse
+from urllib3.connectionpool import ConnectionPool
+from urllib3.exceptions import ReadTimeoutError
+from urllib3.util.retry import Retry
+
+from reconciler.errors import ConfigurationError
+
+IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
+DEFAULT_KUBECONFIG = Path("~/.kube/config")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = 5.0
+    read: float = 20.0
+
+
+@dataclass(frozen=True)
+class Connection:
+    api_client: client.ApiClient
+    in_cluster: bool
+    context: str | None  # the kubeconfig context used (None in-cluster)
+    server: str
+    timeouts: Timeouts = Timeouts()
+
+    def secrets(self) -> tuple[str, ...]:
+        """What must never appear in a message: the bearer token (as loaded now: in-cluster
+        tokens are refreshed), a basic-auth password."""
+        cfg = self.api_client.configuration
+        values = [str(v) for v in (cfg.api_key or {}).values()]
+        values += [str(v).split(" ", 1)[-1] for v in (cfg.api_key or {}).values()]
+        values += [str(cfg.password)] if cfg.password else []
+        return tuple(values)
+
+
+class ReconnectOnce(Retry):
+    """Sends a request again once when the connection broke before any answer came: a
+    kept-alive connection the server had just closed. Every request Nebula sends is idempotent
+    (reads, server-side apply, deletes), so any verb may go again. A server too slow to answer
+    is not asked twice: the engine counts those retries itself, per stage."""
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> Self:
+        if isinstance(error, ReadTimeoutError):
+            raise error
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+def kubeconfig_path(kubeconfig: str | None, environ: Mapping[str, str]) -> Path:
+    if kubeconfig:
+        return Path(kubeconfig).expanduser()
+    listed = environ.get("KUBECONFIG", "")
+    first = next((p for p in listed.split(os.pathsep) if p), "")
+    return Path(first).expanduser() if first else DEFAULT_KUBECONFIG.expanduser()
+
+
+def connect(
+    context: str | None = None,
+    kubeconfig: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    timeouts: Timeouts | None = None,
+) -> Connection:
+    env = os.environ if environ is None else environ
+    cfg = client.Configuration()
+    in_cluster = context is None and kubeconfig is None and bool(env.get(IN_CLUSTER_HOST))
+    if in_cluster:
+        try:
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        except ConfigException as exc:
+            raise ConfigurationError(
+                "Nebula runs in a cluster but cannot read its service account: "
+                f"{_first_line(exc)}",
+                hint="mount the service account token, or set a kubeconfig context",
+            ) from exc
+    else:
+        path = kubeconfig_path(kubeconfig, env)
+        if not path.is_file():
+            raise ConfigurationError(
+                f"no kubeconfig at {path}, and Nebula is not running inside a cluster",
+                hint="set KUBECONFIG, or run Nebula in the cluster with a service account",
+            )
+        try:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=str(path), context=context, client_configuration=cfg,
+                persist_config=False,
+            )
+        except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+            which = f"context '{context}'" if context else "the current context"
+            # The library's messages quote sections of the file; name the problem, not them.
+            raise ConfigurationError(
+                f"cannot use {which} of the kubeconfig {path}: {_first_line(exc)}",
+                hint="check the context name with `kubectl config get-contexts`",
+            ) from exc
+    cfg.retries = ReconnectOnce(total=1, connect=1, read=1, redirect=0, status=0, other=0,
+                                allowed_methods=None)
+    api_client = client.ApiClient(cfg)
+    api_client.user_agent = "nebula"
+    return Connection(api_client, in_cluster, None if in_cluster else context, cfg.host,
+                      timeouts or Timeouts())
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    # "Invalid kube-config file. Expected key token in {...}" quotes the section: cut it.
+    return line.split(" in {", 1)[0].split(": {", 1)[0][:200]
