@@ -49,8 +49,7 @@ def cluster_for(ctx: Context, d: schema.Deployment) -> Cluster:
 
 
 def _capabilities(cluster: Cluster) -> Capabilities:
-    method = getattr(cluster, "capabilities", None)
-    return method() if callable(method) else RECENT
+    return cluster.capabilities()
 
 
 def _bodies(manifests: tuple[Manifest, ...]) -> tuple[dict[str, Any], ...]:

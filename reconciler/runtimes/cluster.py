@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from reconciler.core.states import Blocker
 from reconciler.errors import TransientError
+from renderers.capabilities import Capabilities
 
 Manifest = dict[str, Any]
 
@@ -109,6 +110,9 @@ class Teardown:
 
 class Cluster(Protocol):
     """One cluster (or one kubeconfig context). Methods raise only our errors."""
+
+    def capabilities(self) -> Capabilities:
+        """The API versions the cluster serves (CronJob batch/v1 or batch/v1beta1)."""
 
     def admit(self, objects: ReleaseObjects) -> None:
         """Check the namespace and quota; apply the shared objects."""

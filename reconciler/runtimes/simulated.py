@@ -32,6 +32,7 @@ from reconciler.runtimes.cluster import (
 )
 from reconciler.store import schema
 from reconciler.store.database import Database
+from renderers.capabilities import RECENT, Capabilities
 
 CONTROL = "simulation.nebula.dev/control"
 LOG = "simulation.nebula.dev/log"
@@ -137,6 +138,9 @@ class SimulatedCluster:
         return self.faults.get(objects.image)
 
     # -- Cluster ----------------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        return RECENT
 
     def admit(self, objects: ReleaseObjects) -> None:
         with self._session() as session:
