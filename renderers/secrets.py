@@ -59,7 +59,7 @@ class SecretValues:
                 return value.value
         project, _, env = self.where.partition("/")
         raise ConfigurationError(
-            f"secret {name} is not set{f' for {self.where}' if self.where else ''}",
+            f"Secret {name} is not set{f' for {self.where}' if self.where else ''}",
             code="configuration",
             hint=f"set it with: nebula secret set {project or 'PROJECT'} {env or 'ENV'} {name}",
         )

@@ -54,3 +54,11 @@ def keeps_serving(release: str | None) -> str:
     if release is None:
         return "Nothing was serving before; nothing is serving now."
     return f"{release} keeps serving."
+
+
+def stopped_for_volume(release: str) -> str:
+    """A volume release stops the previous one before starting: nothing serves if it fails."""
+    return (
+        f"Nothing is serving now: {release} was stopped to free the volume; "
+        "redeploy to start it again."
+    )

@@ -8,7 +8,7 @@ point replays at most one idempotent call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from reconciler.core import deciding, messages
@@ -34,7 +34,22 @@ class Facts:
     now: datetime
 
     @property
+    def drained(self) -> bool:
+        """A volume release stopped the previous one before starting (it held the volume)."""
+        started = self.state is not S.STARTING or self.marker is not None
+        return (
+            self.downtime
+            and self.previous is not None
+            and self.previous != self.objects.release
+            and started
+            and self.state in (S.STARTING, S.QUALIFYING, S.ACTIVATING)
+        )
+
+    @property
     def keeps(self) -> str:
+        if self.drained:
+            assert self.previous is not None
+            return messages.stopped_for_volume(self.previous)
         return messages.keeps_serving(self.previous)
 
     def clocked(self, timeout: timedelta, settings: Settings) -> Clocked:
@@ -90,7 +105,7 @@ def starting(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
         cluster.start(f.objects)
         marker = "applied"
     rollout = cluster.rollout(f.objects)
-    keeps = messages.keeps_serving(None if f.downtime else f.previous)
+    keeps = replace(f, marker=marker).keeps
     decision = deciding.starting(
         f.clocked(settings.readiness_timeout, settings),
         rollout.started,
@@ -115,7 +130,6 @@ def qualifying(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
         probe_ok = result.ok
         if not result.ok:
             message = f"readiness check failed: {result.message}"
-    keeps = messages.keeps_serving(None if f.downtime else f.previous)
     return Outcome(
         deciding.qualifying(
             f.clocked(settings.readiness_timeout, settings),
@@ -125,7 +139,7 @@ def qualifying(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
             f.stabilization,
             probe_ok,
             message,
-            keeps,
+            f.keeps,
         )
     )
 
@@ -157,7 +171,7 @@ STAGES = {
 
 # The blocker a stage fails with when the API keeps failing past its retries.
 RETRY_BLOCKER = {
-    S.ADMITTED: Blocker.CONFIGURATION,
+    S.ADMITTED: Blocker.DELIVERY,
     S.RELEASING: Blocker.RELEASE_COMMAND,
     S.STARTING: Blocker.DELIVERY,
     S.QUALIFYING: Blocker.READINESS,

@@ -13,7 +13,7 @@ import os
 import socket
 from datetime import timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from reconciler import events
@@ -40,28 +40,47 @@ def replica_id(ctx: Context) -> str:
     return ctx.settings.replica_id or f"{socket.gethostname()}:{os.getpid()}"
 
 
-def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
-    """One pass over every open deployment; returns (steps taken, anything still moving)."""
-    moved = 0
-    with ctx.db.transaction() as session:
-        query = select(schema.Deployment.id).where(
-            or_(
-                schema.Deployment.state.in_(ACTIVE_STATES),
-                schema.Deployment.stage_marker == "cleanup",
-            )
-        )
+# What a tick looks for, as two conditions so each can use an index: deployments in flight
+# (``finished_at IS NULL``: ix_deployments_open) and ended ones whose pods are still to be
+# removed. Neither grows with the history of finished deployments.
+_IN_FLIGHT = and_(
+    schema.Deployment.finished_at.is_(None), schema.Deployment.state.in_(ACTIVE_STATES)
+)
+_CLEANUP = schema.Deployment.stage_marker == "cleanup"
+
+
+def _work(session: Session, project: str | None, limit: int | None = None) -> list[int]:
+    ids: set[int] = set()
+    for condition in (_IN_FLIGHT, _CLEANUP):
+        query = select(schema.Deployment.id).where(condition)
         if project is not None:
             query = query.join(
                 schema.Project, schema.Project.id == schema.Deployment.project_id
             ).where(schema.Project.slug == project)
-        ids = list(session.scalars(query.order_by(schema.Deployment.id)))
-        teardown = list(
-            session.scalars(
-                select(schema.Unit.id).where(
-                    schema.Unit.status == ServiceStatus.PENDING_TEARDOWN.value
-                )
-            )
+        ids.update(session.scalars(query.limit(limit)))
+        if limit is not None and ids:
+            break
+    return sorted(ids)
+
+
+def _teardowns(session: Session, limit: int | None = None) -> list[int]:
+    return list(
+        session.scalars(
+            select(schema.Unit.id)
+            .where(schema.Unit.status == ServiceStatus.PENDING_TEARDOWN.value)
+            .limit(limit)
         )
+    )
+
+
+def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
+    """One pass over every open deployment; returns (steps taken, anything still moving)."""
+    moved = 0
+    with ctx.db.transaction() as session:
+        ids = _work(session, project)
+        teardown = _teardowns(session)
+    if not ids and not teardown:
+        return 0, False  # an idle tick: nothing found, nothing to re-check
     owner = replica_id(ctx)
     for deployment_id in ids:
         if not _claim(ctx, deployment_id, owner):
@@ -73,23 +92,7 @@ def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
     for unit_id in teardown:
         moved += int(_teardown(ctx, unit_id))
     with ctx.db.transaction() as session:
-        busy = session.scalars(
-            select(schema.Deployment.id)
-            .where(
-                or_(
-                    schema.Deployment.state.in_(ACTIVE_STATES),
-                    # an ended deployment whose pods are still to be removed
-                    schema.Deployment.stage_marker == "cleanup",
-                )
-            )
-            .limit(1)
-        ).first() is not None or bool(
-            session.scalars(
-                select(schema.Unit.id)
-                .where(schema.Unit.status == ServiceStatus.PENDING_TEARDOWN.value)
-                .limit(1)
-            ).first()
-        )
+        busy = bool(_work(session, None, limit=1) or _teardowns(session, limit=1))
     return moved, busy
 
 
@@ -162,7 +165,6 @@ def step(ctx: Context, deployment_id: int) -> bool:
                 d.stage_started_at = ctx.clock.now()  # the outage does not count against the stage
             if outcome.marker is not None:
                 d.stage_marker = outcome.marker
-            d.attempts = 0
             return _apply(ctx, session, d, outcome.decision)
         assert error is not None
         return _failed_call(ctx, session, d, state, error, facts)

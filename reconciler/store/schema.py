@@ -218,6 +218,7 @@ class Deployment(Base):
     __table_args__ = (
         Index("ix_deployments_open", "finished_at", "environment_id"),
         Index("ix_deployments_unit", "unit_id", "id"),
+        Index("ix_deployments_marker", "stage_marker"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
@@ -251,6 +252,7 @@ class Deployment(Base):
 
 class Approval(Base):
     __tablename__ = "approvals"
+    __table_args__ = (Index("ix_approvals_due", "state", "expires_at"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))

@@ -220,7 +220,7 @@ def test_a_missing_secret_is_a_configuration_error_that_says_how_to_set_it() -> 
         )
 
     assert caught.value.code == "configuration"
-    assert caught.value.message == "secret SEARCH_KEY is not set for shop/staging"
+    assert caught.value.message == "Secret SEARCH_KEY is not set for shop/staging"
     assert caught.value.hint == "set it with: nebula secret set shop staging SEARCH_KEY"
 
 

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 19:43:46.728266
+Create Date: 2026-11-29 20:48:15.666949
 """
 
 from __future__ import annotations
@@ -191,6 +191,9 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id"),
     )
+    with op.batch_alter_table("approvals", schema=None) as batch_op:
+        batch_op.create_index("ix_approvals_due", ["state", "expires_at"], unique=False)
+
     op.create_table(
         "changesets",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -330,6 +333,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("deployments", schema=None) as batch_op:
+        batch_op.create_index("ix_deployments_marker", ["stage_marker"], unique=False)
         batch_op.create_index(
             "ix_deployments_open", ["finished_at", "environment_id"], unique=False
         )
@@ -382,12 +386,16 @@ def downgrade() -> None:
     with op.batch_alter_table("deployments", schema=None) as batch_op:
         batch_op.drop_index("ix_deployments_unit")
         batch_op.drop_index("ix_deployments_open")
+        batch_op.drop_index("ix_deployments_marker")
 
     op.drop_table("deployments")
     op.drop_table("releases")
     op.drop_table("changeset_lines")
     op.drop_table("units")
     op.drop_table("changesets")
+    with op.batch_alter_table("approvals", schema=None) as batch_op:
+        batch_op.drop_index("ix_approvals_due")
+
     op.drop_table("approvals")
     op.drop_table("webhook_deliveries")
     op.drop_table("secrets")

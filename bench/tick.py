@@ -1,0 +1,639 @@
+"""The cost of a reconcile tick with nothing to do, and of a state change, against baselines.
+
+    python bench/tick.py [--db sqlite|postgres|both] [--services 1000] [--deployments 100000]
+                         [--events 1000000] [--ticks 15] [--transitions 1000] [--strict]
+
+For each database (a SQLite file; a throwaway PostgreSQL server from Debian's binaries, as
+the tests start it):
+
+1. **Idle tick.** 1,000 services (10 projects of 100, one environment each), every one with
+   an active release and nothing in flight. One reconcile pass without polling
+   (``reconciling.run_once(poll=False)``: expire approvals, then the engine's tick) is timed
+   (median of ``--ticks`` after a warm-up) and its SQL statements counted (a SQLAlchemy
+   ``before_cursor_execute`` listener): first with an empty history, then again after bulk
+   inserts of 100k finished deployments (with their releases) and 1M events. Targets: the
+   ratio history/empty <= 1.1x, and the same statement count (it must not grow with history).
+2. **Transitions per second.** A state change and its event (``recording.move``: pending ->
+   admitted through the transition table, writing the event), committed one per transaction
+   and 100 per transaction, against raw ``sqlite3`` / ``psycopg`` running the same statements
+   (the SELECT of the row, the UPDATE, the INSERT of the event, the same BEGIN/COMMIT) with the
+   same batching, in the same run. The engine's statements are printed so the comparison can
+   be checked. Targets: >= 0.5x raw on SQLite, >= 0.7x on PostgreSQL.
+
+Rounds alternate engine and raw. ``--strict`` exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psycopg
+from sqlalchemy import Engine, event, insert, text
+
+from reconciler import bootstrap, reconciling
+from reconciler.clock import FakeClock
+from reconciler.context import Context
+from reconciler.core.transitions import Trigger
+from reconciler.engine import recording
+from reconciler.settings import Settings
+from reconciler.store import schema
+from tests.infra.postgres import PostgresServer
+
+T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+PROJECTS = 10
+IMAGE = "registry.example.com/bench/svc@sha256:" + "a" * 64
+CONFIG = '{"spec": {"kind": "service"}, "dependencies": [], "variables": [], "ports": {}}'
+TICK_RATIO = 1.1
+RAW_RATIO = {"sqlite": 0.5, "postgres": 0.7}
+BATCHES = (1, 100)
+
+
+# -- counting and timing ---------------------------------------------------------------------
+
+
+class Statements:
+    """Counts (and optionally keeps) every SQL statement an engine sends to its driver."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.count = 0
+        self.kept: list[str] | None = None
+        event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        self.count += 1
+        if self.kept is not None:
+            self.kept.append(" ".join(statement.split()))
+
+    @contextmanager
+    def keeping(self) -> Iterator[list[str]]:
+        self.kept = []
+        try:
+            yield self.kept
+        finally:
+            self.kept = None
+
+
+# -- seeding ---------------------------------------------------------------------------------
+
+
+def _naive(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def seed_services(ctx: Context, services: int) -> list[int]:
+    """``services`` units across 10 projects, each with one active release; their unit ids."""
+    per_project = services // PROJECTS
+    now = _naive(T0)
+    with ctx.db.engine.begin() as conn:
+        conn.execute(
+            insert(schema.Project),
+            [
+                {
+                    "id": p,
+                    "slug": f"bench-{p}",
+                    "repo_url": f"/srv/git/bench-{p}",
+                    "branch": "main",
+                    "path": "nebula.toml",
+                    "interval_seconds": 60,
+                    "clusters": {},
+                    "created_at": now,
+                    "next_poll_at": now + timedelta(days=365),
+                }
+                for p in range(1, PROJECTS + 1)
+            ],
+        )
+        conn.execute(
+            insert(schema.Environment),
+            [
+                {
+                    "id": p,
+                    "project_id": p,
+                    "name": "staging",
+                    "position": 0,
+                    "protected": False,
+                    "in_file": True,
+                    "created_at": now,
+                }
+                for p in range(1, PROJECTS + 1)
+            ],
+        )
+        units = list(range(1, per_project * PROJECTS + 1))
+        conn.execute(
+            insert(schema.Unit),
+            [
+                {
+                    "id": u,
+                    "project_id": (u - 1) // per_project + 1,
+                    "environment_id": (u - 1) // per_project + 1,
+                    "name": f"svc-{u}",
+                    "kind": "service",
+                    "status": "active",
+                    "auto_deploy": True,
+                    "skip_production_approval": False,
+                    "next_release_number": 2,
+                    "created_at": now,
+                }
+                for u in units
+            ],
+        )
+        conn.execute(
+            insert(schema.Release),
+            [
+                {
+                    "id": u,
+                    "unit_id": u,
+                    "number": 1,
+                    "image": IMAGE,
+                    "config": {"spec": {"kind": "service"}},
+                    "status": "active",
+                    "source": "bench",
+                    "created_at": now,
+                }
+                for u in units
+            ],
+        )
+        conn.execute(text("UPDATE units SET active_release_id = id"))
+        advance_sequences(conn, ("projects", "environments", "units", "releases"))
+    analyze(ctx)
+    return units
+
+
+def _series(dialect: str, n: int) -> str:
+    """A row source of ``i`` = 1..n, as the dialect writes it fastest."""
+    if dialect == "postgresql":
+        return f"generate_series(1, {n}) AS s(i)"
+    return (
+        f"(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n}) "
+        "SELECT i FROM s) AS s"
+    )
+
+
+def seed_history(ctx: Context, services: int, deployments: int, events: int) -> None:
+    """Finished deployments (each with its own retired release) and their events, in bulk.
+
+    Releases get ids above the active ones; deployment ``i`` belongs to unit ``i % services``.
+    """
+    dialect = ctx.db.engine.dialect.name
+    per_project = services // PROJECTS
+    per_deployment = max(events // deployments, 1)
+    states = "CASE i % 10 WHEN 0 THEN 'failed' WHEN 1 THEN 'superseded' ELSE 'healthy' END"
+    unit = f"(i % {services}) + 1"
+    project = f"((i % {services}) / {per_project}) + 1"
+    # Spread over time, as a real history is (the planner's statistics depend on it).
+    if dialect == "postgresql":
+        at = "timestamp '2025-06-01 12:00:00' + i * interval '1 minute'"
+    else:
+        at = "datetime('2025-06-01 12:00:00', '+' || i || ' minutes')"
+    with ctx.db.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO releases (id, unit_id, number, image, config, status, source, created_at,"
+                " retired_at) "
+                f"SELECT {services} + i, {unit}, 1 + i, '{IMAGE}', '{CONFIG}', 'unavailable', 'bench',"
+                f" {at}, {at} FROM {_series(dialect, deployments)}"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO deployments (id, project_id, environment_id, unit_id, release_id,"
+                " kind, state, requested_by, attempts, created_at, stage_started_at, queued_at,"
+                " admitted_at, finished_at) "
+                f"SELECT i, {project}, {project}, {unit}, {services} + i, 'deploy', {states},"
+                f" 'project:bench', 0, {at}, {at}, {at}, {at}, {at} "
+                f"FROM {_series(dialect, deployments)}"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO events (at, project_id, environment_id, deployment_id, kind, state,"
+                " message, actor) "
+                f"SELECT {at}, ((((i - 1) / {per_deployment}) % {services}) / {per_project}) + 1,"
+                f" ((((i - 1) / {per_deployment}) % {services}) / {per_project}) + 1,"
+                f" ((i - 1) / {per_deployment}) % {deployments} + 1, 'deployment', 'healthy', NULL,"
+                f" NULL FROM {_series(dialect, events)}"
+            )
+        )
+        advance_sequences(conn, ("releases", "deployments", "events"))
+    analyze(ctx)
+
+
+def advance_sequences(conn: Any, tables: tuple[str, ...]) -> None:
+    """Rows inserted with explicit ids leave PostgreSQL's sequences behind: catch them up."""
+    if conn.dialect.name != "postgresql":
+        return
+    for table in tables:
+        conn.execute(
+            text(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                f"(SELECT coalesce(max(id), 1) FROM {table}))"
+            )
+        )
+
+
+def analyze(ctx: Context) -> None:
+    """Planner statistics, as a store that has been running a while has them."""
+    if ctx.db.engine.dialect.name == "postgresql":
+        with ctx.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+    else:
+        with ctx.db.engine.begin() as conn:
+            conn.execute(text("ANALYZE"))
+        raw = ctx.db.engine.raw_connection()  # outside any transaction
+        try:
+            raw.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            raw.close()
+
+
+def count_rows(ctx: Context) -> dict[str, int]:
+    with ctx.db.engine.connect() as conn:
+        return {
+            t: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
+            for t in ("units", "deployments", "events")
+        }
+
+
+# -- 1. the idle tick --------------------------------------------------------------------------
+
+
+@dataclass
+class TickFigures:
+    seconds: float
+    statements: int
+    rows: dict[str, int]
+
+
+def measure_ticks(
+    stores: list[tuple[Context, Statements]], ticks: int, warmup: int = 3
+) -> list[TickFigures]:
+    """Ticks on each store in turn, round after round, so both see the same machine load."""
+
+    def one(ctx: Context) -> None:
+        report = reconciling.run_once(ctx, poll=False)
+        assert report.moved == 0 and not report.busy, "the bench expects nothing to do"
+
+    counted = []
+    for ctx, statements in stores:
+        one(ctx)
+        before = statements.count
+        one(ctx)
+        counted.append(statements.count - before)
+    samples: list[list[float]] = [[] for _ in stores]
+    for round_ in range(warmup + ticks):
+        for (ctx, _), series in zip(stores, samples, strict=True):
+            start = time.perf_counter()
+            one(ctx)
+            if round_ >= warmup:
+                series.append(time.perf_counter() - start)
+    return [
+        TickFigures(statistics.median(series), count, count_rows(ctx))
+        for (ctx, _), series, count in zip(stores, samples, counted, strict=True)
+    ]
+
+
+# -- 2. transitions ----------------------------------------------------------------------------
+
+
+_NUMBERS = itertools.count(1_000_000)
+
+
+def make_pending(ctx: Context, units: list[int], n: int) -> list[int]:
+    """``n`` pending deployments (one per unit, round robin) with their releases."""
+    now = _naive(T0)
+    ids = []
+    with ctx.db.transaction() as session:
+        for i in range(n):
+            unit = units[i % len(units)]
+            release = schema.Release(
+                unit_id=unit,
+                number=next(_NUMBERS),
+                image=IMAGE,
+                config={},
+                status="created",
+                source="bench",
+                created_at=now,
+            )
+            session.add(release)
+            session.flush()
+            deployment = schema.Deployment(
+                project_id=(unit - 1) // (len(units) // PROJECTS) + 1,
+                environment_id=(unit - 1) // (len(units) // PROJECTS) + 1,
+                unit_id=unit,
+                release_id=release.id,
+                kind="deploy",
+                state="pending",
+                requested_by="bench",
+                attempts=0,
+                created_at=now,
+                stage_started_at=now,
+                queued_at=now,
+            )
+            session.add(deployment)
+            session.flush()
+            ids.append(deployment.id)
+    return ids
+
+
+def engine_transitions(ctx: Context, ids: list[int], batch: int) -> None:
+    """The engine's way: load the row, move it through the table, its event; commit."""
+    for start in range(0, len(ids), batch):
+        with ctx.db.transaction() as session:
+            for deployment_id in ids[start : start + batch]:
+                deployment = session.get(schema.Deployment, deployment_id)
+                assert deployment is not None
+                recording.move(session, ctx.clock, deployment, Trigger.ADMIT)
+
+
+SELECT_DEPLOYMENT = (
+    "SELECT id, project_id, environment_id, unit_id, release_id, previous_release_id,"
+    " changeset_id, kind, state, blocker, message, requested_by, stage_marker, attempts,"
+    " lease_owner, lease_expires_at, next_attempt_at, stage_started_at, waiting_on_id,"
+    " created_at, queued_at, admitted_at, finished_at FROM deployments WHERE id = {p}"
+)
+UPDATE_DEPLOYMENT = "UPDATE deployments SET state={p}, admitted_at={p} WHERE id = {p}"
+INSERT_EVENT = (
+    "INSERT INTO events (at, project_id, environment_id, deployment_id, changeset_id,"
+    " approval_id, kind, state, message, actor) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p},"
+    " {p}, {p})"
+)
+
+
+def raw_sqlite_transitions(path: str, ids: list[int], batch: int) -> None:
+    """The same statements through sqlite3, with the store's pragmas and BEGIN IMMEDIATE."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    for pragma in (
+        "journal_mode=WAL",
+        "foreign_keys=ON",
+        "busy_timeout=30000",
+        "synchronous=NORMAL",
+    ):
+        conn.execute(f"PRAGMA {pragma}")
+    select, update, insert = (
+        s.format(p="?") for s in (SELECT_DEPLOYMENT, UPDATE_DEPLOYMENT, INSERT_EVENT)
+    )
+    now = _naive(T0).isoformat(sep=" ")
+    try:
+        for start in range(0, len(ids), batch):
+            conn.execute("BEGIN IMMEDIATE")
+            for deployment_id in ids[start : start + batch]:
+                row = conn.execute(select, (deployment_id,)).fetchone()
+                assert row is not None and row[8] == "pending"
+                conn.execute(update, ("admitted", now, deployment_id))
+                conn.execute(
+                    insert,
+                    (
+                        now,
+                        row[1],
+                        row[2],
+                        deployment_id,
+                        None,
+                        None,
+                        "deployment",
+                        "admitted",
+                        None,
+                        None,
+                    ),
+                )
+            conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def raw_postgres_transitions(dsn: str, ids: list[int], batch: int) -> None:
+    """The same statements through psycopg (server-side binding, as SQLAlchemy's psycopg)."""
+    select, update, insert = (
+        s.format(p="%s") for s in (SELECT_DEPLOYMENT, UPDATE_DEPLOYMENT, INSERT_EVENT)
+    )
+    insert += " RETURNING id"
+    now = _naive(T0)
+    with psycopg.connect(dsn) as conn:
+        for start in range(0, len(ids), batch):
+            with conn.transaction(), conn.cursor() as cursor:
+                for deployment_id in ids[start : start + batch]:
+                    cursor.execute(select, (deployment_id,))
+                    row = cursor.fetchone()
+                    assert row is not None and row[8] == "pending"
+                    cursor.execute(update, ("admitted", now, deployment_id))
+                    cursor.execute(
+                        insert,
+                        (
+                            now,
+                            row[1],
+                            row[2],
+                            deployment_id,
+                            None,
+                            None,
+                            "deployment",
+                            "admitted",
+                            None,
+                            None,
+                        ),
+                    )
+                    cursor.fetchone()
+
+
+@dataclass
+class Rate:
+    engine: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.engine) / statistics.median(self.raw)
+
+
+def measure_transitions(
+    ctx: Context, raw: Callable[[list[int], int], None], units: list[int], n: int, rounds: int
+) -> dict[int, Rate]:
+    rates = {batch: Rate() for batch in BATCHES}
+    for _ in range(rounds):
+        for batch in BATCHES:
+            for contender in ("engine", "raw"):
+                ids = make_pending(ctx, units, n)
+                start = time.perf_counter()
+                if contender == "engine":
+                    engine_transitions(ctx, ids, batch)
+                else:
+                    raw(ids, batch)
+                getattr(rates[batch], contender).append(n / (time.perf_counter() - start))
+    return rates
+
+
+def engine_statements(ctx: Context, statements: Statements, units: list[int]) -> list[str]:
+    ids = make_pending(ctx, units, 1)
+    with statements.keeping() as kept:
+        engine_transitions(ctx, ids, 1)
+    return kept
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    name: str
+    empty: TickFigures
+    history: TickFigures
+    rates: dict[int, Rate]
+    statements: list[str]
+
+    @property
+    def tick_ratio(self) -> float:
+        return self.history.seconds / self.empty.seconds
+
+    def misses(self) -> list[str]:
+        out = []
+        if self.tick_ratio > TICK_RATIO:
+            out.append(
+                f"{self.name}: idle tick {self.tick_ratio:.2f}x with history (target <= {TICK_RATIO}x)"
+            )
+        if self.history.statements != self.empty.statements:
+            out.append(
+                f"{self.name}: {self.history.statements} statements per tick with history, {self.empty.statements} without"
+            )
+        for batch, rate in self.rates.items():
+            if rate.ratio < RAW_RATIO[self.name]:
+                out.append(
+                    f"{self.name}: transitions {rate.ratio:.2f}x raw at {batch}/transaction (target >= {RAW_RATIO[self.name]}x)"
+                )
+        return out
+
+
+def open_store(name: str, url: str, workdir: Path) -> tuple[Context, Statements]:
+    settings = Settings(database_url=url, state_dir=workdir / name, secret_key="")
+    ctx = bootstrap.open_context(settings, FakeClock(T0), git=False)
+    return ctx, Statements(ctx.db.engine)
+
+
+def run(
+    name: str,
+    urls: tuple[str, str],
+    raw: Callable[[list[int], int], None],
+    args: argparse.Namespace,
+    workdir: Path,
+) -> Result:
+    """``urls``: an empty store and one that gets the history (``raw`` acts on the latter)."""
+    empty, history = (
+        open_store(f"{name}-empty", urls[0], workdir),
+        open_store(name, urls[1], workdir),
+    )
+    try:
+        print(f"[{name}] seeding {args.services} services in two stores", flush=True)
+        units = seed_services(empty[0], args.services)
+        seed_services(history[0], args.services)
+        started = time.perf_counter()
+        seed_history(history[0], args.services, args.deployments, args.events)
+        print(
+            f"[{name}] history inserted in {time.perf_counter() - started:.1f}s: "
+            f"{count_rows(history[0])}",
+            flush=True,
+        )
+        without, with_history = measure_ticks([empty, history], args.ticks)
+        print(
+            f"[{name}] idle tick: {without.seconds * 1000:.2f} ms empty, {with_history.seconds * 1000:.2f} ms with history",
+            flush=True,
+        )
+        shown = engine_statements(history[0], history[1], units)
+        rates = measure_transitions(history[0], raw, units, args.transitions, args.rounds)
+        return Result(name, without, with_history, rates, shown)
+    finally:
+        empty[0].db.dispose()
+        history[0].db.dispose()
+
+
+def report(results: list[Result]) -> None:
+    print()
+    print("Idle tick (1 reconcile pass without polling; median)")
+    print(
+        f"  {'db':<9} {'empty':>10} {'history':>10} {'ratio':>7} {'target':>7} {'statements':>11}"
+    )
+    for r in results:
+        print(
+            f"  {r.name:<9} {r.empty.seconds * 1000:>8.2f}ms {r.history.seconds * 1000:>8.2f}ms"
+            f" {r.tick_ratio:>6.2f}x {'<=' + str(TICK_RATIO) + 'x':>7} {r.empty.statements:>5} -> {r.history.statements}"
+        )
+    print()
+    print("Transitions per second (state change + event; median of rounds)")
+    print(f"  {'db':<9} {'batch':>5} {'engine':>9} {'raw':>9} {'ratio':>7} {'target':>7}")
+    for r in results:
+        for batch, rate in r.rates.items():
+            print(
+                f"  {r.name:<9} {batch:>5} {statistics.median(rate.engine):>9.0f} {statistics.median(rate.raw):>9.0f}"
+                f" {rate.ratio:>6.2f}x {'>=' + str(RAW_RATIO[r.name]) + 'x':>7}"
+            )
+    for r in results:
+        print()
+        print(f"The engine's statements for one transition on {r.name}:")
+        for statement in r.statements:
+            print(f"  {statement[:160]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--services", type=int, default=1000)
+    parser.add_argument("--deployments", type=int, default=100_000)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--ticks", type=int, default=15)
+    parser.add_argument("--transitions", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--strict", action="store_true")
+    args = parser.parse_args(argv)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="nebula-bench-tick-") as tmp:
+        workdir = Path(tmp)
+        if args.db in ("sqlite", "both"):
+            path = workdir / "sqlite.db"
+            urls = (f"sqlite:///{workdir / 'sqlite-empty.db'}", f"sqlite:///{path}")
+            results.append(
+                run(
+                    "sqlite",
+                    urls,
+                    lambda ids, b: raw_sqlite_transitions(str(path), ids, b),
+                    args,
+                    workdir,
+                )
+            )
+        if args.db in ("postgres", "both"):
+            server = PostgresServer()
+            try:
+                server.start()
+                urls = (server.create_database("bench_empty"), server.create_database("bench"))
+                dsn = urls[1].replace("postgresql+psycopg://", "postgresql://")
+                results.append(
+                    run(
+                        "postgres",
+                        urls,
+                        lambda ids, b: raw_postgres_transitions(dsn, ids, b),
+                        args,
+                        workdir,
+                    )
+                )
+            finally:
+                server.close()
+    report(results)
+    misses = [m for r in results for m in r.misses()]
+    if misses:
+        print()
+        print("Missed targets:")
+        for miss in misses:
+            print(f"  {miss}")
+    return 1 if misses and args.strict else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
