@@ -16,13 +16,12 @@ from datetime import timedelta
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from reconciler import events
 from reconciler.context import Context
 from reconciler.core import deciding, messages
 from reconciler.core.deciding import Decision, Step
 from reconciler.core.states import Blocker, DeploymentState, ServiceStatus
 from reconciler.core.transitions import Trigger
-from reconciler.engine import objects, recording, releases, stages
+from reconciler.engine import objects, recording, removing, stages
 from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import UnreachableError
 from reconciler.store import schema
@@ -90,26 +89,37 @@ def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
         finally:
             _release(ctx, deployment_id, owner)
     for unit_id in teardown:
-        moved += int(_teardown(ctx, unit_id))
+        moved += int(removing.teardown(ctx, unit_id))
     with ctx.db.transaction() as session:
         busy = bool(_work(session, None, limit=1) or _teardowns(session, limit=1))
     return moved, busy
 
 
 def _claim(ctx: Context, deployment_id: int, owner: str) -> bool:
+    """Take the deployment's lease: free, ours, or expired (its holder died)."""
     now = ctx.clock.now()
+    claimable = and_(
+        schema.Deployment.id == deployment_id,
+        or_(
+            schema.Deployment.lease_owner.is_(None),
+            schema.Deployment.lease_owner == owner,
+            schema.Deployment.lease_expires_at < now,
+        ),
+    )
     with ctx.db.transaction() as session:
+        if not ctx.db.is_sqlite:
+            # Several replicas on PostgreSQL: a row another replica is claiming right now is
+            # skipped, not waited for. (SQLite has one writer: the UPDATE below is enough.)
+            locked = session.scalars(
+                select(schema.Deployment.id).where(claimable).with_for_update(skip_locked=True)
+            ).first()
+            if locked is None:
+                return False
         result = session.execute(
             update(schema.Deployment)
-            .where(
-                schema.Deployment.id == deployment_id,
-                or_(
-                    schema.Deployment.lease_owner.is_(None),
-                    schema.Deployment.lease_owner == owner,
-                    schema.Deployment.lease_expires_at < now,
-                ),
-            )
+            .where(claimable)
             .values(lease_owner=owner, lease_expires_at=now + LEASE)
+            .execution_options(synchronize_session=False)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -132,7 +142,7 @@ def step(ctx: Context, deployment_id: int) -> bool:
         state = S(d.state)
         cleanup = state.is_final and d.stage_marker == "cleanup"
     if cleanup:
-        return _cleanup(ctx, deployment_id)
+        return removing.cleanup(ctx, deployment_id)
     with ctx.db.transaction() as session:
         d = session.get(schema.Deployment, deployment_id)
         if d is None or d.state != state.value:
@@ -329,66 +339,3 @@ def _blocker(code: str) -> Blocker | None:
         return Blocker(code)
     except ValueError:
         return None
-
-
-def _cleanup(ctx: Context, deployment_id: int) -> bool:
-    """Remove the objects of a release that ended without taking traffic.
-
-    The cluster is called with no transaction open (a runtime may use the database too)."""
-    with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id)
-        if d is None or d.stage_marker != "cleanup":
-            return False
-        in_use = d.unit.active_release_id == d.release_id or any(
-            o.release_id == d.release_id and o.id != d.id
-            for o in recording.open_for_unit(session, d.unit_id)
-        )
-        cluster = objects.cluster_for(ctx, d)
-        namespace, unit, release = d.environment.namespace, d.unit.name, d.release.name
-    if not in_use:
-        try:
-            # A refused activation may have landed after all: never remove what serves.
-            if cluster.selected_release(namespace, unit) != release:
-                cluster.remove(namespace, unit, release)
-        except TransientError:
-            return False  # try again next tick
-    with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id)
-        if d is None or d.stage_marker != "cleanup":
-            return False
-        d.stage_marker = None
-        return True
-
-
-def _teardown(ctx: Context, unit_id: int) -> bool:
-    with ctx.db.transaction() as session:
-        unit = session.get(schema.Unit, unit_id)
-        if unit is None or unit.status != ServiceStatus.PENDING_TEARDOWN.value:
-            return False
-        env = unit.environment
-        cluster = ctx.clusters.for_environment(env.project.clusters, env.name)
-        namespace, name = env.namespace, unit.name
-    try:
-        result = cluster.teardown(namespace, name)
-    except TransientError:
-        return False  # stays pending-teardown until the cluster is back
-    with ctx.db.transaction() as session:
-        unit = session.get(schema.Unit, unit_id)
-        if unit is None or unit.status != ServiceStatus.PENDING_TEARDOWN.value:
-            return False
-        unit.status = ServiceStatus.REMOVED.value
-        unit.active_release_id = None
-        for release in session.scalars(
-            select(schema.Release).where(schema.Release.unit_id == unit.id)
-        ):
-            releases.abandon(release)
-        events.record(
-            session,
-            ctx.clock.now(),
-            "unit",
-            project_id=unit.project_id,
-            environment_id=unit.environment_id,
-            state=ServiceStatus.REMOVED.value,
-            message=f"{unit.name} torn down" + (" (already clean)" if result.already_clean else ""),
-        )
-        return True
