@@ -36,6 +36,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="nebula", description="Nebula: GitOps deployments with approvals.")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="server settings file (nebula-server.toml); NEBULA_* variables override it",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
