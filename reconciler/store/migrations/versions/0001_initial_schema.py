@@ -232,9 +232,6 @@ def upgrade() -> None:
         sa.Column("next_release_number", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["active_release_id"], ["releases.id"], name="fk_units_active_release", use_alter=True
-        ),
-        sa.ForeignKeyConstraint(
             ["environment_id"],
             ["environments.id"],
         ),
@@ -281,6 +278,16 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("unit_id", "number"),
     )
+    # units <-> releases reference each other: the units -> releases key comes once both exist.
+    if op.get_bind().dialect.name == "sqlite":
+        with op.batch_alter_table("units") as batch:
+            batch.create_foreign_key(
+                "fk_units_active_release", "releases", ["active_release_id"], ["id"]
+            )
+    else:
+        op.create_foreign_key(
+            "fk_units_active_release", "units", "releases", ["active_release_id"], ["id"]
+        )
     op.create_table(
         "deployments",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -389,6 +396,8 @@ def downgrade() -> None:
         batch_op.drop_index("ix_deployments_marker")
 
     op.drop_table("deployments")
+    with op.batch_alter_table("units") as batch:
+        batch.drop_constraint("fk_units_active_release", type_="foreignkey")
     op.drop_table("releases")
     op.drop_table("changeset_lines")
     op.drop_table("units")
