@@ -1,50 +1,57 @@
 """Named leases in the store: which replica polls a project, runs a timer, or owns SQLite.
 
-A lease is held until it expires; its holder renews it by acquiring it again. A replica that
+A lease is held until it expires; its holder renews it by claiming it again. A replica that
 dies simply stops renewing, and another takes the lease over once it has expired. Nothing
 relies on process memory: the database says who holds what.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
+from reconciler.context import Context
 from reconciler.store import schema
 
+SQLITE_WRITER = "server:sqlite"
 
-def acquire(session: Session, clock: Clock, name: str, owner: str, ttl: timedelta) -> bool:
-    """Take or renew ``name`` for ``owner``; False if another live holder has it."""
-    now = clock.now()
-    result = session.execute(
-        update(schema.Lease)
-        .where(
-            schema.Lease.name == name,
-            or_(schema.Lease.owner == owner, schema.Lease.expires_at < now),
-        )
-        .values(owner=owner, expires_at=now + ttl)
-        .execution_options(synchronize_session=False)
-    )
-    if result.rowcount:  # type: ignore[attr-defined]
-        return True
+
+def claim(ctx: Context, names: Iterable[str], owner: str, ttl: timedelta) -> list[str]:
+    """The leases of ``names`` that ``owner`` holds now: free, its own or expired ones are
+    taken in one transaction (rows locked, so two replicas cannot both take one)."""
+    wanted = list(names)
+    now = ctx.clock.now()
+    taken = []
     try:
-        with session.begin_nested():  # a savepoint: losing the race must not end the transaction
-            session.add(schema.Lease(name=name, owner=owner, expires_at=now + ttl))
+        with ctx.db.transaction() as session:
+            held = {
+                lease.name: lease
+                for lease in session.scalars(
+                    select(schema.Lease).where(schema.Lease.name.in_(wanted)).with_for_update()
+                )
+            }
+            for name in wanted:
+                lease = held.get(name)
+                if lease is None:
+                    session.add(schema.Lease(name=name, owner=owner, expires_at=now + ttl))
+                elif lease.owner == owner or lease.expires_at < now:
+                    lease.owner, lease.expires_at = owner, now + ttl
+                else:
+                    continue  # another replica's, and alive
+                taken.append(name)
     except IntegrityError:
-        return False
-    return True
+        return []  # another replica inserted one first: the next round sorts it out
+    return taken
 
 
-def release(session: Session, name: str, owner: str) -> None:
+def release(session: Session, names: Iterable[str], owner: str) -> None:
     session.execute(
-        update(schema.Lease)
-        .where(schema.Lease.name == name, schema.Lease.owner == owner)
-        .values(expires_at=schema.Lease.expires_at - timedelta(days=3650))
-        .execution_options(synchronize_session=False)
+        delete(schema.Lease).where(schema.Lease.name.in_(list(names)), schema.Lease.owner == owner)
     )
 
 

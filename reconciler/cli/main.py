@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "reconciler.cli.org",
     "reconciler.cli.deployments",
     "reconciler.cli.demo",
+    "reconciler.cli.serving",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,0 +1,135 @@
+"""``nebula serve``: one process with the web app (uvicorn) and the scheduler.
+
+Shutdown on SIGTERM or SIGINT: uvicorn stops accepting connections and gives open ones
+``GRACE`` seconds; the scheduler stops starting work at once, lets the step in progress
+finish (its deployment's lease is released by the tick itself) and releases the replica's
+poll and timer leases; the process exits 0 within ``EXIT_WITHIN`` seconds. Work that would
+take longer is abandoned: its leases expire, and another replica (or this one, restarted)
+resumes from the stage marker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+import uvicorn
+
+from reconciler import bootstrap, logs, scheduling
+from reconciler.gitsource.credentials import GitCredentials
+from reconciler.settings import Settings
+from reconciler.web.app import create_app
+from reconciler.web.metrics import Metrics
+
+log = logging.getLogger("nebula.serve")
+
+GRACE = 2.0  # seconds for open HTTP connections
+STOP_WITHIN = 6.0  # seconds for the scheduler's work in progress
+EXIT_WITHIN = 10.0
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """Every secret value the settings hold, so the logs can never print one."""
+    values = [settings.secret_key, settings.slack_bot_token, settings.slack_signing_secret]
+    try:
+        values += GitCredentials.parse(settings.git_credentials).secrets()
+    except Exception:  # a malformed setting is reported by bootstrap, not here
+        values.append(settings.git_credentials)
+    return [v for v in values if v]
+
+
+class _Server(uvicorn.Server):
+    """Tells the scheduler to stop at the signal, not after the connections have closed."""
+
+    def __init__(self, config: uvicorn.Config, scheduler: scheduling.Scheduler) -> None:
+        super().__init__(config)
+        self.scheduler = scheduler
+        self.signalled_at: float | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.signalled_at is None:
+            self.signalled_at = time.monotonic()
+            self.scheduler.begin_stop()
+            _watchdog(EXIT_WITHIN)
+        super().handle_exit(sig, frame)
+
+
+def _watchdog(seconds: float) -> None:
+    """Exit anyway once ``seconds`` have passed since the signal: a hung call must not keep
+    a pod terminating until Kubernetes kills it."""
+
+    def expire() -> None:
+        time.sleep(seconds)
+        log.error("shutdown took too long; exiting now", extra={"seconds": seconds})
+        logging.shutdown()
+        os._exit(1)
+
+    threading.Thread(target=expire, name="nebula-shutdown-watchdog", daemon=True).start()
+
+
+def serve(
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    log_level: str = "info",
+    json_logs: bool | None = None,
+) -> int:
+    logs.configure(level=log_level, json_lines=json_logs, secrets=secrets_of(settings))
+    ctx = bootstrap.open_context(settings)
+    metrics = Metrics(ctx)
+    scheduler = scheduling.Scheduler(ctx, observer=metrics)
+    refused = scheduling.claim_writer(ctx, scheduler.owner)
+    if refused is not None:
+        log.error("not starting", extra={"reason": refused})
+        sys.stderr.write(f"error: {refused}\n")
+        ctx.db.dispose()
+        return 1
+    app = create_app(ctx, scheduler=scheduler, metrics=metrics)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=True,
+        lifespan="on",
+        server_header=False,
+        timeout_graceful_shutdown=int(GRACE),
+    )
+    server = _Server(config, scheduler)
+    # uvicorn re-raises the signal it caught once it has shut down; with these handlers in
+    # place that ends the process through our cleanup below rather than by the signal.
+    previous = {sig: signal.signal(sig, _remember) for sig in (signal.SIGTERM, signal.SIGINT)}
+    log.info(
+        "serving",
+        extra={
+            "url": f"http://{host}:{port}",
+            "cluster": settings.cluster,
+            "database": "sqlite" if ctx.db.is_sqlite else "postgresql",
+        },
+    )
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        ctx.db.dispose()
+        if ctx.git is not None:
+            ctx.git.close()
+    if server.signalled_at is not None:
+        log.info(
+            "stopped",
+            extra={"seconds": round(time.monotonic() - server.signalled_at, 2)},
+        )
+    if not server.started and server.signalled_at is None:
+        return 1  # could not bind the port (uvicorn logged why)
+    return 0
+
+
+def _remember(sig: int, frame: FrameType | None) -> None:
+    """Once uvicorn has handled the signal, its re-raise lands here and does nothing."""

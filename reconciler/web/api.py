@@ -1,0 +1,204 @@
+"""``GET /api/v1/...``: the data ``nebula ... --json`` prints, in the same shapes.
+
+Read-only and unauthenticated, like the status page it mirrors (it never holds a secret
+value). Listings take the CLI's filters as query parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler import views
+from reconciler.admin import projects
+from reconciler.core.states import ApprovalState, ChangeSetState
+from reconciler.errors import NotFoundError
+from reconciler.gitops import approvals, changesets
+from reconciler.gitsource.urls import sanitize_url
+from reconciler.store import schema
+from reconciler.web import models
+from reconciler.web.appstate import AppState, get_state, parse_id
+from reconciler.web.error_responses import documented
+
+router = APIRouter(prefix="/api/v1", tags=["read"])
+State = Annotated[AppState, Depends(get_state)]
+Slug = Annotated[str, Path(pattern=models.NAME_PATTERN, max_length=40)]
+ProjectFilter = Annotated[
+    str | None, Query(pattern=models.NAME_PATTERN, max_length=40, description="a project slug")
+]
+NameFilter = Annotated[str | None, Query(pattern=models.NAME_PATTERN)]
+Id = Annotated[str, Path(max_length=40, description="a numeric id, as a string")]
+ChangeSetFilter = Annotated[ChangeSetState | None, Query(alias="state")]
+ApprovalFilter = Annotated[ApprovalState | None, Query(alias="state")]
+
+
+def project_json(p: schema.Project) -> dict[str, Any]:
+    """``nebula project list --json``, plus when it was and will be polled."""
+    return {
+        "slug": p.slug,
+        "repo": sanitize_url(p.repo_url),
+        "branch": p.branch,
+        "path": p.path,
+        "interval": p.interval_seconds,
+        "concurrency": p.concurrency,
+        "commit": p.last_commit,
+        "blocker": p.blocker,
+        "message": p.blocker_message,
+        "last_polled_at": views.iso(p.last_polled_at),
+        "next_poll_at": views.iso(p.next_poll_at),
+    }
+
+
+def _project_id(session: Session, slug: str | None) -> int | None:
+    return projects.get(session, slug).id if slug is not None else None
+
+
+@router.get("/projects", response_model=models.ProjectList, summary="Registered projects")
+def list_projects(state: State) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        return {"projects": [project_json(p) for p in projects.listing(session)]}
+
+
+@router.get(
+    "/projects/{slug}",
+    response_model=models.ProjectOne,
+    responses=documented(404, 422),
+    summary="One project",
+)
+def get_project(slug: Slug, state: State) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        return {"project": project_json(projects.get(session, slug))}
+
+
+@router.get(
+    "/status",
+    response_model=models.StatusList,
+    responses=documented(404, 422),
+    summary="Active releases and in-flight deployments (nebula status)",
+)
+def status(state: State, project: ProjectFilter = None, env: NameFilter = None) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        rows = [projects.get(session, project)] if project else projects.listing(session)
+        if env is not None and project is not None:
+            projects.environment(session, rows[0], env)
+        return {"projects": [views.project_status(session, p, env) for p in rows]}
+
+
+@router.get(
+    "/projects/{slug}/status",
+    response_model=models.StatusList,
+    responses=documented(404, 422),
+    summary="One project's status (nebula status SLUG)",
+)
+def project_status(slug: Slug, state: State, env: NameFilter = None) -> dict[str, Any]:
+    return status(state, slug, env)
+
+
+@router.get(
+    "/deployments",
+    response_model=models.DeploymentList,
+    responses=documented(404, 422),
+    summary="Deployments, newest last (nebula deployments)",
+)
+def list_deployments(
+    state: State,
+    project: ProjectFilter = None,
+    env: NameFilter = None,
+    service: NameFilter = None,
+    limit: Annotated[int, Query(ge=1, le=5000, description="the newest N")] = 500,
+) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        query = select(schema.Deployment).order_by(schema.Deployment.id.desc())
+        project_id = _project_id(session, project)
+        if project_id is not None:
+            query = query.where(schema.Deployment.project_id == project_id)
+        if env is not None:
+            query = query.join(
+                schema.Environment, schema.Environment.id == schema.Deployment.environment_id
+            ).where(schema.Environment.name == env)
+        if service is not None:
+            query = query.join(schema.Unit, schema.Unit.id == schema.Deployment.unit_id).where(
+                schema.Unit.name == service
+            )
+        rows = list(session.scalars(query.limit(limit)))
+        return {"deployments": [views.deployment(d) for d in reversed(rows)]}
+
+
+@router.get(
+    "/deployments/{deployment_id}",
+    response_model=models.DeploymentOne,
+    responses=documented(404, 422),
+    summary="One deployment with its events (nebula deployment show)",
+)
+def get_deployment(deployment_id: Id, state: State) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        d = session.get(schema.Deployment, parse_id(deployment_id, "deployment"))
+        if d is None:
+            raise NotFoundError(f"No deployment {deployment_id}")
+        return {"deployment": views.deployment_with_events(session, d)}
+
+
+@router.get(
+    "/changesets",
+    response_model=models.ChangeSetList,
+    responses=documented(404, 422),
+    summary="Change sets with their lines (nebula changesets)",
+)
+def list_changesets(
+    state: State, project: ProjectFilter = None, state_: ChangeSetFilter = None
+) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        rows = changesets.listing(session, _project_id(session, project))
+        return {
+            "changesets": [
+                views.changeset(c, approvals.for_target(session, "changeset", c.id))
+                for c in rows
+                if state_ is None or c.state == state_.value
+            ]
+        }
+
+
+@router.get(
+    "/changesets/{changeset_id}",
+    response_model=models.ChangeSetOne,
+    responses=documented(404, 422),
+    summary="One change set (nebula changeset show)",
+)
+def get_changeset(changeset_id: Id, state: State) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        c = changesets.get(session, parse_id(changeset_id, "change set"))
+        return {"changeset": views.changeset(c, approvals.for_target(session, "changeset", c.id))}
+
+
+@router.get(
+    "/approvals",
+    response_model=models.ApprovalList,
+    responses=documented(404, 422),
+    summary="Pending and decided approvals (nebula approvals)",
+)
+def list_approvals(
+    state: State, project: ProjectFilter = None, state_: ApprovalFilter = None
+) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        rows = approvals.listing(session, _project_id(session, project))
+        return {
+            "approvals": [
+                views.approval(a) for a in rows if state_ is None or a.state == state_.value
+            ]
+        }
+
+
+@router.get(
+    "/approvals/{approval_id}",
+    response_model=models.ApprovalOne,
+    responses=documented(404, 422),
+    summary="One approval",
+)
+def get_approval(approval_id: Id, state: State) -> dict[str, Any]:
+    with state.ctx.db.transaction() as session:
+        return {
+            "approval": views.approval(approvals.get(session, parse_id(approval_id, "approval")))
+        }

@@ -1,0 +1,102 @@
+"""The FastAPI app of ``nebula serve``: pages, API, hooks and operations on one ``Context``.
+
+The scheduler is optional: ``nebula serve`` passes one and the app starts and stops it with
+its lifespan; tests build the app without one and drive polls and ticks themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.staticfiles import StaticFiles
+
+import reconciler
+from reconciler.context import Context
+from reconciler.scheduling import Scheduler
+from reconciler.web import acting, api, error_responses, hooks, operations, pages
+from reconciler.web.appstate import AppState
+from reconciler.web.metrics import Metrics
+
+STATIC = Path(__file__).parent / "static"
+
+# The pages load only their own script and style: no inline code, nothing from elsewhere.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+DESCRIPTION = """\
+Nebula's JSON API: the same documents `nebula ... --json` prints.
+
+Reads need no token. Writes (approve, reject, rollback, promote, redeploy, cancel) need
+`Authorization: Bearer <token>` from `nebula token create --as NAME`; the token's member acts.
+Errors are `{"error": {"code", "message"}}` with 401, 403, 404, 409 or 422.
+"""
+
+
+def slack_interactions(ctx: Context) -> APIRouter | None:
+    """``POST /slack/interactions`` from ``notifiers.interactions``, when it is installed."""
+    try:
+        from notifiers import interactions  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    router: APIRouter = interactions.router(ctx)
+    return router
+
+
+def create_app(
+    ctx: Context, *, scheduler: Scheduler | None = None, metrics: Metrics | None = None
+) -> FastAPI:
+    state = AppState(ctx=ctx, metrics=metrics or Metrics(ctx), scheduler=scheduler)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if scheduler is not None:
+            scheduler.start()
+        try:
+            yield
+        finally:
+            if scheduler is not None:
+                await run_in_threadpool(scheduler.stop)
+
+    app = FastAPI(
+        title="Nebula",
+        version=getattr(reconciler, "__version__", "0.1.0"),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.nebula = state
+    error_responses.install(app)
+    app.include_router(api.router)
+    app.include_router(acting.router)
+    app.include_router(hooks.router)
+    app.include_router(operations.router)
+    app.include_router(pages.router)
+    slack = slack_interactions(ctx)
+    if slack is not None:
+        app.include_router(slack)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+
+    @app.middleware("http")
+    async def security_headers(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        response = await call_next(request)
+        if not request.url.path.startswith("/api/docs"):  # Swagger UI loads from a CDN
+            for name, value in SECURITY_HEADERS.items():
+                response.headers.setdefault(name, value)
+        return response
+
+    return app

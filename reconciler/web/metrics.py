@@ -1,0 +1,158 @@
+"""``/metrics``: what the scheduler did (counted as it happens) and what the store holds
+(counted when scraped, so several replicas report the same totals for stored things).
+
+Each app has its own registry: nothing here is process-global, so tests can build several.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+
+from reconciler.context import Context
+from reconciler.core.states import ApprovalState
+from reconciler.gitops.polling import PollReport
+from reconciler.store import schema
+
+log = logging.getLogger("nebula.metrics")
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# ``*_created`` series say when a counter was made; nobody graphs them.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+_FAST = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class Metrics:
+    def __init__(self, ctx: Context) -> None:
+        self.registry = CollectorRegistry()
+        self.polls = Counter(
+            "nebula_polls",
+            "Projects polled, by result (ok, delivery, configuration)",
+            ["result"],
+            registry=self.registry,
+        )
+        self.poll_duration = Histogram(
+            "nebula_poll_duration_seconds",
+            "Time one poll of a batch of projects took",
+            buckets=_FAST,
+            registry=self.registry,
+        )
+        self.tick_duration = Histogram(
+            "nebula_tick_duration_seconds",
+            "Time one reconcile tick took",
+            buckets=_FAST,
+            registry=self.registry,
+        )
+        self.webhooks = Counter(
+            "nebula_webhooks",
+            "Push notifications received, by outcome (polling, duplicate, unauthorized)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.registry.register(StoreCollector(ctx))
+
+    # The scheduler's Observer.
+    def polled(self, report: PollReport, seconds: float) -> None:
+        blocked = len(report.blocked)
+        for blocker in report.blocked.values():
+            self.polls.labels(blocker).inc()
+        self.polls.labels("ok").inc(max(0, report.polled - blocked))
+        self.poll_duration.observe(seconds)
+
+    def ticked(self, seconds: float, moved: int) -> None:
+        self.tick_duration.observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class StoreCollector(Collector):
+    """Counts read from the state store at scrape time."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def describe(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        yield from self._families()
+
+    def _families(self) -> tuple[GaugeMetricFamily | CounterMetricFamily, ...]:
+        return (
+            GaugeMetricFamily("nebula_store_up", "1 when the state store answered this scrape"),
+            GaugeMetricFamily(
+                "nebula_projects", "Registered projects, by blocker", labels=["blocker"]
+            ),
+            GaugeMetricFamily("nebula_changesets", "Change sets, by state", labels=["state"]),
+            GaugeMetricFamily(
+                "nebula_deployments",
+                "Deployments, by state and blocker",
+                labels=["state", "blocker"],
+            ),
+            GaugeMetricFamily("nebula_approvals_pending", "Approvals waiting for a decision"),
+            GaugeMetricFamily("nebula_outbox_backlog", "Notifications not yet delivered"),
+            CounterMetricFamily("nebula_git_fetches", "Fetches from git remotes by this process"),
+            CounterMetricFamily(
+                "nebula_git_remote_calls", "Calls to git remotes (ref listings) by this process"
+            ),
+        )
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        up, projects, changesets, deployments, approvals, outbox, fetches, calls = self._families()
+        if self.ctx.git is not None:
+            counters = self.ctx.git.counters()
+            fetches.add_metric([], counters.fetches)
+            calls.add_metric([], counters.remote_calls)
+        try:
+            with self.ctx.db.transaction() as session:
+                for blocker, n in session.execute(
+                    select(schema.Project.blocker, func.count()).group_by(schema.Project.blocker)
+                ):
+                    projects.add_metric([blocker or "none"], n)
+                for state, n in session.execute(
+                    select(schema.ChangeSet.state, func.count()).group_by(schema.ChangeSet.state)
+                ):
+                    changesets.add_metric([state], n)
+                for state, blocker, n in session.execute(
+                    select(
+                        schema.Deployment.state, schema.Deployment.blocker, func.count()
+                    ).group_by(schema.Deployment.state, schema.Deployment.blocker)
+                ):
+                    deployments.add_metric([state, blocker or "none"], n)
+                approvals.add_metric(
+                    [],
+                    session.scalar(
+                        select(func.count())
+                        .select_from(schema.Approval)
+                        .where(schema.Approval.state == ApprovalState.PENDING.value)
+                    )
+                    or 0,
+                )
+                outbox.add_metric(
+                    [],
+                    session.scalar(
+                        select(func.count())
+                        .select_from(schema.OutboxMessage)
+                        .where(schema.OutboxMessage.delivered_at.is_(None))
+                    )
+                    or 0,
+                )
+        except Exception as exc:  # a scrape reports the store down, never fails
+            log.warning("metrics: the state store did not answer", extra={"reason": str(exc)})
+            up.add_metric([], 0)
+            yield up
+            yield fetches
+            yield calls
+            return
+        up.add_metric([], 1)
+        yield from (up, projects, changesets, deployments, approvals, outbox, fetches, calls)

@@ -1,0 +1,246 @@
+"""The JSON API's documents as pydantic models, so ``/openapi.json`` describes what is sent.
+
+The data itself comes from ``reconciler.views`` (the same dicts ``nebula ... --json``
+prints); these models only declare it. Output models allow extra fields, since the
+contract says fields may be added; request bodies forbid unknown keys, so a typo is a 422
+rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+RELEASE_PATTERN = r"^r-[0-9]{1,9}$"
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# -- errors -------------------------------------------------------------------------------
+
+
+class ErrorDetail(Out):
+    code: str = Field(description="machine-readable: unauthorized, forbidden, not-found, ...")
+    message: str = Field(description="what happened and what to do, for a person")
+    hint: str | None = None
+
+
+class ErrorBody(Out):
+    error: ErrorDetail
+
+
+# -- projects and status ------------------------------------------------------------------
+
+
+class Project(Out):
+    slug: str
+    repo: str = Field(description="the repository URL, without credentials")
+    branch: str
+    path: str
+    interval: int = Field(description="poll interval in seconds")
+    concurrency: int | None
+    commit: str | None
+    blocker: str | None = Field(description="configuration or delivery, when blocked")
+    message: str | None
+    last_polled_at: str | None
+    next_poll_at: str | None
+
+
+class ProjectList(Out):
+    projects: list[Project]
+
+
+class ProjectOne(Out):
+    project: Project
+
+
+class DeploymentBrief(Out):
+    id: str
+    release: str
+    kind: str
+    state: str
+    blocker: str | None
+    message: str | None
+
+
+class ServiceStatus(Out):
+    name: str
+    kind: str = Field(description="service or database")
+    active_release: str | None
+    image: str | None
+    deployment: DeploymentBrief | None = Field(
+        description="in flight, or the last one if it did not go healthy"
+    )
+
+
+class EnvironmentStatus(Out):
+    name: str
+    protected: bool
+    services: list[ServiceStatus]
+
+
+class ProjectStatus(Out):
+    slug: str
+    commit: str | None
+    blocker: str | None
+    message: str | None
+    environments: list[EnvironmentStatus]
+
+
+class StatusList(Out):
+    projects: list[ProjectStatus]
+
+
+# -- deployments --------------------------------------------------------------------------
+
+
+class Deployment(Out):
+    id: str
+    project: str
+    environment: str
+    service: str
+    release: str
+    kind: str = Field(description="deploy, rollback or promote")
+    state: str
+    blocker: str | None
+    message: str | None
+    created_at: str | None
+    finished_at: str | None
+
+
+class Event(Out):
+    at: str | None
+    state: str | None
+    message: str | None
+    actor: str | None
+
+
+class DeploymentWithEvents(Deployment):
+    events: list[Event]
+
+
+class DeploymentList(Out):
+    deployments: list[Deployment]
+
+
+class DeploymentOne(Out):
+    deployment: DeploymentWithEvents
+
+
+class Cancelled(Out):
+    deployment: Deployment
+
+
+# -- change sets and approvals ------------------------------------------------------------
+
+
+class ChangeSetLine(Out):
+    service: str
+    field: str
+    before: Any = Field(description="the live value when staged (null: none)")
+    after: Any = Field(description="the new file's value (null: removed)")
+
+
+class ChangeSet(Out):
+    id: str
+    project: str
+    environment: str
+    state: str
+    owner: str
+    commit: str | None
+    message: str | None
+    lines: list[ChangeSetLine]
+
+
+class ChangeSetList(Out):
+    changesets: list[ChangeSet]
+
+
+class ChangeSetOne(Out):
+    changeset: ChangeSet
+
+
+class Approval(Out):
+    id: str
+    project: str
+    environment: str
+    target: str = Field(description="changeset or deployment")
+    target_id: str
+    kind: str
+    state: str = Field(description="pending, approved, rejected, expired or cancelled")
+    requested_by: str
+    decided_by: str | None
+    rule: str | None
+
+
+class ApprovalList(Out):
+    approvals: list[Approval]
+
+
+class ApprovalOne(Out):
+    approval: Approval
+
+
+class Ended(Out):
+    """A deployment a request ended (superseded, cancelled)."""
+
+    id: str
+    service: str
+    release: str
+    state: str
+
+
+class Decided(Out):
+    approval: Approval
+    ended: list[Ended]
+
+
+class Requested(Out):
+    deployment: Deployment
+    approval: Approval | None = Field(description="the approval it waits for, or passed by")
+    ended: list[Ended]
+
+
+# -- request bodies -----------------------------------------------------------------------
+
+
+class Reject(In):
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class Rollback(In):
+    environment: str = Field(pattern=NAME_PATTERN)
+    to: str | None = Field(
+        default=None, pattern=RELEASE_PATTERN, description="r-N; default: the previous release"
+    )
+
+
+class Promote(In):
+    source: str = Field(alias="from", pattern=NAME_PATTERN, description="source environment")
+    target: str = Field(alias="to", pattern=NAME_PATTERN, description="target environment")
+
+
+class Redeploy(In):
+    environment: str = Field(pattern=NAME_PATTERN)
+
+
+# -- operations ---------------------------------------------------------------------------
+
+
+class Health(Out):
+    status: str = Field(description="ok or unavailable")
+    database: str
+
+
+class HookReceipt(Out):
+    project: str
+    delivery: str | None
+    status: str = Field(description="polling, or duplicate for a delivery already received")

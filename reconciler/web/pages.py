@@ -1,0 +1,77 @@
+"""The read-only status page: server-rendered HTML, GET only, nothing on it changes state."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import HTMLResponse
+
+from reconciler.admin import projects
+from reconciler.errors import NotFoundError
+from reconciler.gitops import changesets
+from reconciler.store import schema
+from reconciler.web import presenting, templating
+from reconciler.web.appstate import AppState, get_state, parse_id
+
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+State = Annotated[AppState, Depends(get_state)]
+
+
+def _page(state: AppState, name: str, **context: Any) -> HTMLResponse:
+    return HTMLResponse(templating.render(name, now=state.ctx.clock.now(), **context))
+
+
+def _slug(text: str) -> str:
+    if not (0 < len(text) <= 40) or "\x00" in text:
+        raise NotFoundError(f"No project named '{text[:40]}'")
+    return text
+
+
+@router.get("/")
+def index(state: State) -> HTMLResponse:
+    with state.ctx.db.transaction() as session:
+        rows, refresh = presenting.overview(session)
+        return _page(state, "index.html", projects=rows, refresh=refresh)
+
+
+@router.get("/projects/{slug}")
+def project(slug: str, state: State) -> HTMLResponse:
+    with state.ctx.db.transaction() as session:
+        data = presenting.project_page(session, projects.get(session, _slug(slug)))
+        return _page(
+            state,
+            "project.html",
+            crumbs=[(data["project"]["slug"], None)],
+            **data,
+        )
+
+
+@router.get("/deployments/{deployment_id}")
+def deployment(deployment_id: str, state: State) -> HTMLResponse:
+    with state.ctx.db.transaction() as session:
+        d = session.get(schema.Deployment, parse_id(deployment_id, "deployment"))
+        if d is None:
+            raise NotFoundError(f"No deployment {deployment_id}")
+        data = presenting.deployment_page(session, d)
+        slug = data["deployment"]["project"]
+        return _page(
+            state,
+            "deployment.html",
+            crumbs=[(slug, f"/projects/{slug}"), (f"deployment {d.id}", None)],
+            **data,
+        )
+
+
+@router.get("/changesets/{changeset_id}")
+def changeset(changeset_id: str, state: State) -> HTMLResponse:
+    with state.ctx.db.transaction() as session:
+        c = changesets.get(session, parse_id(changeset_id, "change set"))
+        data = presenting.changeset_page(session, c)
+        slug = data["changeset"]["project"]
+        return _page(
+            state,
+            "changeset.html",
+            crumbs=[(slug, f"/projects/{slug}"), (f"change set {c.id}", None)],
+            **data,
+        )

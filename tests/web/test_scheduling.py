@@ -1,0 +1,182 @@
+"""The scheduler of ``nebula serve``: due polls with jitter, pushes noticed mid-poll, leases
+shared with other replicas, expiry, the tick, and stopping."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from reconciler import scheduling
+from reconciler.gitops.polling import PollReport
+from reconciler.store import schema
+from tests.plugins.git import GitRepo
+from tests.plugins.nebula import Nebula
+from tests.web.world import API_NEXT, set_canary, shop_toml
+
+
+def _projects(nebula: Nebula) -> dict[str, schema.Project]:
+    with nebula.ctx.db.transaction() as session:
+        return {p.slug: p for p in session.query(schema.Project)}
+
+
+@pytest.fixture
+def three(nebula: Nebula, git_repo: GitRepo) -> Nebula:
+    """Three projects on one repository (staging only), registered at the same moment."""
+    git_repo.commit({"nebula.toml": shop_toml(production=False)}, "First version")
+    for slug in ("alpha", "beta", "gamma"):
+        nebula.ok(f"project add {slug} --repo {git_repo.url} --interval 100")
+        set_canary(nebula.ctx, slug, ("staging",))
+    return nebula
+
+
+def test_only_due_projects_are_polled(three: Nebula) -> None:
+    with three.ctx.db.transaction() as session:
+        beta = session.query(schema.Project).filter_by(slug="beta").one()
+        beta.next_poll_at = three.clock.now() + timedelta(seconds=30)
+
+    report = scheduling.Scheduler(three.ctx).poll_due()
+
+    assert report.polled == 2
+    assert _projects(three)["beta"].last_polled_at is None
+
+
+def test_the_next_poll_comes_a_little_before_the_interval_and_apart(three: Nebula) -> None:
+    scheduler = scheduling.Scheduler(three.ctx, rng=random.Random(7))
+
+    scheduler.poll_due()
+
+    projects = _projects(three)
+    waits = {p.slug: (p.next_poll_at - p.last_polled_at).total_seconds() for p in projects.values()}  # type: ignore[operator]
+    assert all(90 <= w <= 100 for w in waits.values()), waits
+    assert len(set(waits.values())) == 3
+
+
+def test_a_batch_is_limited(three: Nebula) -> None:
+    report = scheduling.Scheduler(three.ctx, timings=scheduling.Timings(poll_batch=2)).poll_due()
+
+    assert report.polled == 2
+    assert [p.last_polled_at is None for p in _projects(three).values()].count(True) == 1
+
+
+def test_a_poll_leased_by_another_live_replica_is_left_to_it(three: Nebula) -> None:
+    with three.ctx.db.transaction() as session:
+        session.add(
+            schema.Lease(
+                name="poll:alpha",
+                owner="other:1",
+                expires_at=three.clock.now() + timedelta(minutes=1),
+            )
+        )
+        session.add(
+            schema.Lease(
+                name="poll:beta",
+                owner="dead:2",
+                expires_at=three.clock.now() - timedelta(seconds=1),
+            )
+        )
+
+    report = scheduling.Scheduler(three.ctx).poll_due()
+
+    assert report.polled == 2  # beta's lease expired: taken over
+    assert _projects(three)["alpha"].last_polled_at is None
+    with three.ctx.db.transaction() as session:
+        assert [(lease.name, lease.owner) for lease in session.query(schema.Lease)] == [
+            ("poll:alpha", "other:1")
+        ]
+
+
+class PushDuringPoll:
+    """An observer that pushes a commit and notifies while the first poll is still running."""
+
+    def __init__(self, repo: GitRepo) -> None:
+        self.repo = repo
+        self.scheduler: scheduling.Scheduler | None = None
+        self.polls = 0
+
+    def polled(self, report: PollReport, seconds: float) -> None:
+        self.polls += 1
+        if self.polls == 1 and self.scheduler is not None:
+            self.repo.commit(
+                {"nebula.toml": shop_toml(api_image=API_NEXT, production=False)}, "Mid-poll push"
+            )
+            self.scheduler.poll_soon("alpha")
+
+    def ticked(self, seconds: float, moved: int) -> None:
+        pass
+
+
+def test_a_push_noticed_while_its_project_polls_is_polled_once_more(
+    three: Nebula, git_repo: GitRepo
+) -> None:
+    observer = PushDuringPoll(git_repo)
+    scheduler = scheduling.Scheduler(
+        three.ctx, observer=observer, timings=scheduling.Timings(poll_batch=1)
+    )
+    observer.scheduler = scheduler
+
+    report = scheduler.poll_due()
+
+    assert observer.polls == 2
+    assert report.polled == 2
+    changesets = three.changesets("alpha")
+    assert [c["message"] for c in changesets] == ["First version", "Mid-poll push"]
+
+
+def test_the_tick_repeats_while_deployments_move(three: Nebula) -> None:
+    scheduler = scheduling.Scheduler(three.ctx, timings=scheduling.Timings(tick_budget=30))
+    scheduler.poll_due()
+
+    moved = scheduler.run_tick()
+
+    assert moved > 0
+    assert {d["state"] for d in three.deployments("alpha")} == {"healthy"}
+
+
+def test_expiry_ends_approvals_nobody_decided(nebula: Nebula, git_repo: GitRepo) -> None:
+    git_repo.commit({"nebula.toml": shop_toml()}, "First version")
+    nebula.ok(f"project add shop --repo {git_repo.url}")
+    set_canary(nebula.ctx)
+    nebula.settle()
+    scheduler = scheduling.Scheduler(nebula.ctx)
+    assert scheduler.expire() == 0
+
+    nebula.clock.advance(hours=24, seconds=1)
+
+    assert scheduler.expire() == 1
+    [approval] = nebula.approvals()
+    assert approval["state"] == "expired"
+
+
+def test_stopping_waits_for_work_and_releases_this_replicas_leases(three: Nebula) -> None:
+    scheduler = scheduling.Scheduler(three.ctx)
+    with three.ctx.db.transaction() as session:
+        session.add(
+            schema.Lease(
+                name="poll:alpha",
+                owner=scheduler.owner,
+                expires_at=three.clock.now() + timedelta(minutes=5),
+            )
+        )
+        session.add(
+            schema.Lease(
+                name="poll:beta",
+                owner="other:1",
+                expires_at=three.clock.now() + timedelta(minutes=5),
+            )
+        )
+    scheduler.start()
+
+    assert scheduler.stop(timeout=10) is True
+
+    with three.ctx.db.transaction() as session:
+        assert [lease.owner for lease in session.query(schema.Lease)] == ["other:1"]
+    scheduler.poll_soon("gamma")  # ignored once stopped
+    assert not scheduler.running
+
+
+def test_outbox_delivery_is_found_when_the_notifiers_are_installed() -> None:
+    from notifiers import outbox
+
+    assert scheduling.outbox_delivery() is outbox.deliver_due
