@@ -41,6 +41,11 @@ def _begin_immediate(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _begin_deferred(connection: Any) -> None:
+    """A read: a consistent snapshot (WAL) that never waits for the writer."""
+    connection.exec_driver_sql("BEGIN")
+
+
 class Database:
     def __init__(self, url: str, *, migrate: bool = True, echo: bool = False) -> None:
         self.url = url
@@ -54,10 +59,15 @@ class Database:
             self.engine: Engine = create_engine(url, **kwargs)
         except (SQLAlchemyError, ValueError, ImportError) as exc:
             raise ConfigurationError(f"NEBULA_DATABASE_URL is not usable: {_clean(exc)}") from exc
+        self._read_engine = self.engine
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _begin_immediate)
+            self._read_engine = create_engine(url, **kwargs)
+            event.listen(self._read_engine, "connect", _sqlite_pragmas)
+            event.listen(self._read_engine, "begin", _begin_deferred)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._readers = sessionmaker(self._read_engine, expire_on_commit=False)
         if migrate:
             self.migrate()
 
@@ -87,11 +97,23 @@ class Database:
         finally:
             session.close()
 
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        """A read-only unit of work (pages, API reads): on SQLite it does not queue behind the
+        writer; nothing it changes is committed."""
+        session = self._readers()
+        try:
+            yield session
+        finally:
+            session.rollback()
+            session.close()
+
     def session(self) -> Session:
         return self._sessions()
 
     def dispose(self) -> None:
         self.engine.dispose()
+        self._read_engine.dispose()
 
 
 def _clean(exc: BaseException) -> str:

@@ -58,7 +58,7 @@ def _project_id(session: Session, slug: str | None) -> int | None:
 
 @router.get("/projects", response_model=models.ProjectList, summary="Registered projects")
 def list_projects(state: State) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         return {"projects": [project_json(p) for p in projects.listing(session)]}
 
 
@@ -69,7 +69,7 @@ def list_projects(state: State) -> dict[str, Any]:
     summary="One project",
 )
 def get_project(slug: Slug, state: State) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         return {"project": project_json(projects.get(session, slug))}
 
 
@@ -80,7 +80,7 @@ def get_project(slug: Slug, state: State) -> dict[str, Any]:
     summary="Active releases and in-flight deployments (nebula status)",
 )
 def status(state: State, project: ProjectFilter = None, env: NameFilter = None) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         rows = [projects.get(session, project)] if project else projects.listing(session)
         if env is not None and project is not None:
             projects.environment(session, rows[0], env)
@@ -110,7 +110,7 @@ def list_deployments(
     service: NameFilter = None,
     limit: Annotated[int, Query(ge=1, le=5000, description="the newest N")] = 500,
 ) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         query = select(schema.Deployment).order_by(schema.Deployment.id.desc())
         project_id = _project_id(session, project)
         if project_id is not None:
@@ -134,7 +134,7 @@ def list_deployments(
     summary="One deployment with its events (nebula deployment show)",
 )
 def get_deployment(deployment_id: Id, state: State) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         d = session.get(schema.Deployment, parse_id(deployment_id, "deployment"))
         if d is None:
             raise NotFoundError(f"No deployment {deployment_id}")
@@ -150,7 +150,7 @@ def get_deployment(deployment_id: Id, state: State) -> dict[str, Any]:
 def list_changesets(
     state: State, project: ProjectFilter = None, state_: ChangeSetFilter = None
 ) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         rows = changesets.listing(session, _project_id(session, project))
         return {
             "changesets": [
@@ -168,7 +168,7 @@ def list_changesets(
     summary="One change set (nebula changeset show)",
 )
 def get_changeset(changeset_id: Id, state: State) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         c = changesets.get(session, parse_id(changeset_id, "change set"))
         return {"changeset": views.changeset(c, approvals.for_target(session, "changeset", c.id))}
 
@@ -182,7 +182,7 @@ def get_changeset(changeset_id: Id, state: State) -> dict[str, Any]:
 def list_approvals(
     state: State, project: ProjectFilter = None, state_: ApprovalFilter = None
 ) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         rows = approvals.listing(session, _project_id(session, project))
         return {
             "approvals": [
@@ -198,7 +198,7 @@ def list_approvals(
     summary="One approval",
 )
 def get_approval(approval_id: Id, state: State) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         return {
             "approval": views.approval(approvals.get(session, parse_id(approval_id, "approval")))
         }

@@ -114,7 +114,7 @@ class StoreCollector(Collector):
             fetches.add_metric([], counters.fetches)
             calls.add_metric([], counters.remote_calls)
         try:
-            with self.ctx.db.transaction() as session:
+            with self.ctx.db.reading() as session:
                 for blocker, n in session.execute(
                     select(schema.Project.blocker, func.count()).group_by(schema.Project.blocker)
                 ):

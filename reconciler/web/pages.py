@@ -30,14 +30,14 @@ def _slug(text: str) -> str:
 
 @router.get("/")
 def index(state: State) -> HTMLResponse:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         rows, refresh = presenting.overview(session)
         return _page(state, "index.html", projects=rows, refresh=refresh)
 
 
 @router.get("/projects/{slug}")
 def project(slug: str, state: State) -> HTMLResponse:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         data = presenting.project_page(session, projects.get(session, _slug(slug)))
         return _page(
             state,
@@ -49,7 +49,7 @@ def project(slug: str, state: State) -> HTMLResponse:
 
 @router.get("/deployments/{deployment_id}")
 def deployment(deployment_id: str, state: State) -> HTMLResponse:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         d = session.get(schema.Deployment, parse_id(deployment_id, "deployment"))
         if d is None:
             raise NotFoundError(f"No deployment {deployment_id}")
@@ -65,7 +65,7 @@ def deployment(deployment_id: str, state: State) -> HTMLResponse:
 
 @router.get("/changesets/{changeset_id}")
 def changeset(changeset_id: str, state: State) -> HTMLResponse:
-    with state.ctx.db.transaction() as session:
+    with state.ctx.db.reading() as session:
         c = changesets.get(session, parse_id(changeset_id, "change set"))
         data = presenting.changeset_page(session, c)
         slug = data["changeset"]["project"]
