@@ -9,9 +9,11 @@ Everything lives in a temporary directory that is removed at the end; nothing ke
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -44,6 +46,7 @@ class Demo:
         self.repo_path = workdir / f"{PROJECT}.git"
         self.repo = pygit2.init_repository(str(self.repo_path), bare=True, initial_head="main")
         self.seen_event = 0
+        self.page: StatusPage | None = None
 
     # -- output -----------------------------------------------------------------------------
     def say(self, text: str = "") -> None:
@@ -138,13 +141,16 @@ class Demo:
                 )
 
     # -- the story ----------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, port: int | None) -> None:
         source = (FIXTURES / PROJECT / "nebula.toml").read_text(encoding="utf-8")
         self.say(f"Nebula demo: fixtures/projects/{PROJECT} in a temporary git repository")
         self.say(
             f"   state: {self.settings.state_dir} (SQLite), simulated cluster "
             f"({self.settings.simulated_delay.total_seconds():g}s per stage)"
         )
+        if port is not None:
+            self.page = StatusPage(self.ctx, port).start()
+            self.say(f"   status page: {self.page.url}/projects/{PROJECT} (while the demo runs)")
         with self.ctx.db.transaction() as session:
             members.add(session, self.ctx.clock, "alice", "owner")
             members.add(session, self.ctx.clock, "bob", "admin")
@@ -174,12 +180,59 @@ class Demo:
         self.status_table()
 
     def close(self) -> None:
+        if self.page is not None:
+            self.page.stop()
         self.ctx.db.dispose()
         if self.ctx.git is not None:
             self.ctx.git.close()
 
 
-def main(delay: timedelta, keep: Path | None, out: TextIO = sys.stdout) -> int:
+class StatusPage:
+    """The read-only status page on loopback, in a thread, for the demo's duration."""
+
+    def __init__(self, ctx: Context, port: int) -> None:
+        import uvicorn
+
+        from reconciler.web.app import create_app
+
+        self.url = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(
+            create_app(ctx),
+            host="127.0.0.1",
+            port=port,
+            log_config=None,
+            log_level="warning",
+            ws="none",
+            lifespan="on",
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="status-page", daemon=True)
+
+    def start(self) -> StatusPage:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def wait(self) -> None:
+        with contextlib.suppress(KeyboardInterrupt):
+            while self.thread.is_alive():
+                self.thread.join(0.5)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def main(
+    delay: timedelta,
+    keep: Path | None,
+    out: TextIO = sys.stdout,
+    *,
+    port: int | None = None,
+    stay: bool = False,
+) -> int:
     workdir = keep or Path(tempfile.mkdtemp(prefix="nebula-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     demo = Demo(workdir, delay, out)
@@ -188,12 +241,15 @@ def main(delay: timedelta, keep: Path | None, out: TextIO = sys.stdout) -> int:
         (lambda: None) if keep else (lambda: shutil.rmtree(workdir, ignore_errors=True))
     )
     try:
-        demo.run()
+        demo.run(port)
         demo.say()
         demo.say(
             f"Done in {time.monotonic() - started:.1f}s."
             + (f" State kept in {workdir}." if keep else "")
         )
+        if stay and demo.page is not None:
+            demo.say(f"The status page stays up at {demo.page.url}/ until Ctrl-C.")
+            demo.page.wait()
         return 0
     finally:
         demo.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 from pathlib import Path
 
 from reconciler import demo
@@ -16,9 +17,24 @@ def register(subparsers: common.Subparsers) -> None:
     )
     p.add_argument("--delay", default="0.2s", help="simulated time per stage (default 0.2s)")
     p.add_argument("--keep", metavar="DIR", help="keep the demo's repository and state in DIR")
+    p.add_argument(
+        "--port", type=int, default=None, help="the status page's port (default: a free one)"
+    )
+    p.add_argument(
+        "--serve", action="store_true", help="keep the status page up after the demo (Ctrl-C ends)"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def run(args: argparse.Namespace) -> int:
     return demo.main(
-        parse_duration(args.delay, setting="--delay"), Path(args.keep) if args.keep else None
+        parse_duration(args.delay, setting="--delay"),
+        Path(args.keep) if args.keep else None,
+        port=args.port or _free_port(),
+        stay=args.serve,
     )

@@ -1,0 +1,49 @@
+"""``nebula demo``: the README's first command, end to end, leaving nothing behind."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def test_the_demo_runs_the_main_job_end_to_end_and_cleans_up() -> None:
+    started = time.monotonic()
+    lines: list[str] = []
+    page_seen = ""
+    with subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli.main", "demo", "--delay", "0.05s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if "status page:" in line and not page_seen:
+                url = line.split("status page:")[1].split()[0]
+                page_seen = httpx.get(url, timeout=10).text
+        errors = process.stderr.read()
+        assert process.wait(timeout=60) == 0, errors
+    elapsed = time.monotonic() - started
+    out = "\n".join(lines)
+    assert elapsed < 60
+    # The page was served while the demo ran, and showed the project.
+    assert "webapp" in page_seen
+    # Staging deploys at once; production waits for an approval an admin gives.
+    assert re.search(r"staging\s+web\s+r-1\s+healthy", out)
+    assert "approval 1: production change set 2" in out
+    assert "alice approved approval 1" in out
+    # The second push: a variable and an image; production's approval is decided by bob.
+    assert re.search(r"staging\s+web\s+r-2\s+healthy", out)
+    assert "bob approved approval 2" in out
+    assert re.search(r"production\s+web\s+service\s+r-2\s+registry\.example\.com/webapp/web@sha256:5d41402", out)
+    assert re.search(r"production\s+db\s+database\s+r-1\s+postgres:16", out)
+    # Nothing is left: the temporary state directory is gone.
+    state = re.search(r"state: (\S+) \(SQLite\)", out)
+    assert state is not None
+    assert not Path(state.group(1)).parent.exists()
