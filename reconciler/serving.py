@@ -118,6 +118,8 @@ def serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if ctx.clusters is not None:
+            ctx.clusters.close()
         ctx.db.dispose()
         if ctx.git is not None:
             ctx.git.close()

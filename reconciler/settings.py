@@ -23,6 +23,9 @@ DEFAULT_STATE_DIR = Path(".nebula")
 class Settings:
     database_url: str = ""
     cluster: str = "simulated"
+    # The kubeconfig for NEBULA_CLUSTER=kubernetes: "" reads $KUBECONFIG, then ~/.kube/config
+    # (or the in-cluster service account when neither exists and Nebula runs in a pod).
+    kubeconfig: str = ""
     slack_bot_token: str = field(default="", repr=False)
     slack_signing_secret: str = field(default="", repr=False)
     slack_api_url: str = "https://slack.com/api/"

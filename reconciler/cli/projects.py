@@ -108,7 +108,11 @@ def project_set(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
         project = projects.get(session, args.slug)
         projects.set_value(session, ctx.vault, project, args.key, args.value)
-    shown = "***" if args.key == "webhook_secret" else args.value
+    shown = args.value
+    if args.key == "webhook_secret":
+        shown = "***"
+    elif args.key == "repo":
+        shown = sanitize_url(args.value)  # a URL may carry a token: never echo it back
     print(f"{args.slug}: {args.key} = {shown}")
     return 0
 

@@ -188,7 +188,7 @@ def redeploy(
 def cancel(
     session: Session, ctx: Context, deployment_id: int, requester: str | None
 ) -> schema.Deployment:
-    deployment = session.get(schema.Deployment, deployment_id)
+    deployment = session.get(schema.Deployment, deployment_id, with_for_update=True)
     if deployment is None:
         raise NotFoundError(
             f"No deployment {deployment_id}", hint="list them with: nebula deployments"

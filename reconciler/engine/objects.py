@@ -48,10 +48,6 @@ def cluster_for(ctx: Context, d: schema.Deployment) -> Cluster:
     return cluster
 
 
-def _capabilities(cluster: Cluster) -> Capabilities:
-    return cluster.capabilities()
-
-
 def _bodies(manifests: tuple[Manifest, ...]) -> tuple[dict[str, Any], ...]:
     return tuple(copy.deepcopy(dict(m.body)) for m in manifests)
 
@@ -68,12 +64,15 @@ def database_password(
     return stored[key]
 
 
-def facts(session: Session, ctx: Context, d: schema.Deployment) -> Facts:
+def facts(
+    session: Session, ctx: Context, d: schema.Deployment, capabilities: Capabilities
+) -> Facts:
+    """Everything a stage needs. ``capabilities`` are read from the cluster beforehand, with no
+    transaction open: discovery is a network call."""
     env = d.environment
     project = env.project
     scope = Scope(project.slug, env.name)
-    cluster = cluster_for(ctx, d)
-    render = renderer(_capabilities(cluster))
+    render = renderer(capabilities)
     spec = releases.spec_of(d.release)
     active = d.unit.active_release
     previous = active.name if active is not None and active.id != d.release_id else None

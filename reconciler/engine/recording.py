@@ -107,11 +107,15 @@ def note(
 
 
 def open_for_unit(session: Session, unit_id: int) -> list[schema.Deployment]:
+    """Locked and read afresh: what is decided about them (supersede, wait, cancel) is decided
+    on their state as committed now, not as an earlier read or another replica's step left it."""
     return list(
         session.scalars(
             select(schema.Deployment)
             .where(schema.Deployment.unit_id == unit_id, schema.Deployment.state.in_(OPEN_STATES))
             .order_by(schema.Deployment.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
         )
     )
 

@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from reconciler import events
 from reconciler.context import Context
-from reconciler.core.states import ServiceStatus
+from reconciler.core.states import ReleaseStatus, ServiceStatus
 from reconciler.engine import objects, recording, releases
-from reconciler.errors import TransientError
+from reconciler.errors import PermanentError, TransientError
 from reconciler.store import schema
 
 
@@ -31,6 +31,7 @@ def cleanup(ctx: Context, deployment_id: int) -> bool:
         )
         cluster = objects.cluster_for(ctx, d)
         namespace, unit, release = d.environment.namespace, d.unit.name, d.release.name
+    refused: str | None = None
     if not in_use:
         try:
             # A refused activation may have landed after all: never remove what serves.
@@ -38,11 +39,24 @@ def cleanup(ctx: Context, deployment_id: int) -> bool:
                 cluster.remove(namespace, unit, release)
         except TransientError:
             return False  # try again next tick
+        except PermanentError as exc:  # refused for good (e.g. 403): say so, stop trying
+            refused = exc.message
     with ctx.db.transaction() as session:
         d = session.get(schema.Deployment, deployment_id)
         if d is None or d.stage_marker != "cleanup":
             return False
         d.stage_marker = None
+        if not in_use and refused is not None:
+            events.record(
+                session,
+                ctx.clock.now(),
+                "deployment.cleanup",
+                project_id=d.project_id,
+                environment_id=d.environment_id,
+                deployment_id=d.id,
+                state=d.state,
+                message=f"Could not remove {release}'s objects: {refused}",
+            )
         return True
 
 
@@ -68,6 +82,9 @@ def teardown(ctx: Context, unit_id: int) -> bool:
             select(schema.Release).where(schema.Release.unit_id == unit.id)
         ):
             releases.abandon(release)
+            if release.status == ReleaseStatus.ACTIVE.value:  # nothing serves it any more
+                release.status = ReleaseStatus.RETIRED.value
+                release.retired_at = ctx.clock.now()
         events.record(
             session,
             ctx.clock.now(),

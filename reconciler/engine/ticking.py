@@ -25,6 +25,7 @@ from reconciler.engine import objects, recording, removing, stages
 from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import UnreachableError
 from reconciler.store import schema
+from renderers.capabilities import Capabilities
 
 log = logging.getLogger("nebula.engine")
 S = DeploymentState
@@ -141,10 +142,18 @@ def step(ctx: Context, deployment_id: int) -> bool:
             return False
         state = S(d.state)
         cleanup = state.is_final and d.stage_marker == "cleanup"
+        cluster = objects.cluster_for(ctx, d) if state in stages.STAGES else None
     if cleanup:
         return removing.cleanup(ctx, deployment_id)
+    capabilities: Capabilities | None = None
+    discovery: NebulaError | None = None
+    if cluster is not None:
+        try:  # a network call on first use: never inside a transaction
+            capabilities = cluster.capabilities()
+        except (TransientError, PermanentError) as exc:
+            discovery = exc
     with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id)
+        d = session.get(schema.Deployment, deployment_id, with_for_update=True)
         if d is None or d.state != state.value:
             return False
         if state.is_final or state is S.AWAITING_APPROVAL:
@@ -153,21 +162,32 @@ def step(ctx: Context, deployment_id: int) -> bool:
             return False
         if state is S.PENDING:
             return _pending(ctx, session, d)
+        if discovery is not None or capabilities is None or cluster is None:
+            # Rendering needs what the cluster serves: a reconciler started while the API is
+            # down fails this stage's call (`delivery`), not the tick.
+            previous = d.unit.active_release
+            before = previous.name if previous is not None and previous.id != d.release_id else None
+            unknown = discovery or TransientError("the cluster's API versions are unknown")
+            return _failed_call(
+                ctx, session, d, state, unknown, messages.keeps_serving(before), before
+            )
         try:
-            facts = objects.facts(session, ctx, d)
+            facts = objects.facts(session, ctx, d, capabilities)
         except ConfigurationError as exc:
             return _not_compilable(ctx, session, d, exc)
-        cluster = objects.cluster_for(ctx, d)
     run = stages.STAGES[state]
+    error: NebulaError | None = None
     try:
         outcome = run(facts, cluster, ctx.settings)
-        error: NebulaError | None = None
     except UnreachableError as exc:
         outcome, error = None, exc
     except (TransientError, PermanentError) as exc:
         outcome, error = None, exc
     with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id)
+        # Locked, so a cancel or supersession committing now is seen, never overwritten: on
+        # PostgreSQL (READ COMMITTED) a plain read would return the old state, and our UPDATE,
+        # once their lock is released, would write over theirs.
+        d = session.get(schema.Deployment, deployment_id, with_for_update=True)
         if d is None or d.state != state.value:
             return False  # someone else moved it meanwhile (cancel, supersede): drop our step
         if outcome is not None:
@@ -177,7 +197,7 @@ def step(ctx: Context, deployment_id: int) -> bool:
                 d.stage_marker = outcome.marker
             return _apply(ctx, session, d, outcome.decision)
         assert error is not None
-        return _failed_call(ctx, session, d, state, error, facts)
+        return _failed_call(ctx, session, d, state, error, facts.keeps, facts.previous)
 
 
 def _apply(ctx: Context, session: Session, d: schema.Deployment, decision: Decision) -> bool:
@@ -253,7 +273,8 @@ def _failed_call(
     d: schema.Deployment,
     state: DeploymentState,
     error: NebulaError,
-    facts: stages.Facts,
+    keeps: str,
+    previous: str | None,
 ) -> bool:
     now = ctx.clock.now()
     if isinstance(error, UnreachableError):
@@ -262,7 +283,7 @@ def _failed_call(
             ctx.clock,
             d,
             blocker=Blocker.DELIVERY,
-            message=f"The cluster cannot be reached ({error.message}); {facts.keeps[0].lower() + facts.keeps[1:]}",
+            message=f"The cluster cannot be reached ({error.message}); {keeps[0].lower() + keeps[1:]}",
         )
     if isinstance(error, PermanentError):
         blocker = _blocker(error.code) or stages.RETRY_BLOCKER[state]
@@ -272,7 +293,7 @@ def _failed_call(
             d,
             Trigger.FAIL,
             blocker=blocker,
-            message=f"{error.message}. {facts.keeps}",
+            message=f"{error.message}. {keeps}",
         )
         return True
     if state is S.ACTIVATING:
@@ -285,7 +306,7 @@ def _failed_call(
                 d,
                 Trigger.FAIL,
                 blocker=Blocker.ROUTE_ACTIVATION,
-                message=f"The API kept refusing to repoint {d.unit.name} for {spent}s ({error.message}). {facts.keeps}",
+                message=f"The API kept refusing to repoint {d.unit.name} for {spent}s ({error.message}). {keeps}",
             )
             return True
         d.next_attempt_at = now + timedelta(seconds=1)
@@ -311,7 +332,7 @@ def _failed_call(
             ctx.clock,
             d,
             blocker=Blocker.STALLED,
-            message=f"Draining {facts.previous} keeps failing ({error.message}); retrying. "
+            message=f"Draining {previous} keeps failing ({error.message}); retrying. "
             f"{d.release.name} serves.",
         )
     if d.attempts > MAX_RETRIES:
@@ -321,7 +342,7 @@ def _failed_call(
             d,
             Trigger.FAIL,
             blocker=stages.RETRY_BLOCKER[state],
-            message=f"The cluster kept failing ({error.message}) after {MAX_RETRIES} retries. {facts.keeps}",
+            message=f"The cluster kept failing ({error.message}) after {MAX_RETRIES} retries. {keeps}",
         )
         return True
     d.next_attempt_at = now + timedelta(seconds=2 ** (d.attempts - 1))

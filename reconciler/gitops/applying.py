@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler import events
@@ -198,13 +199,22 @@ def _new_unit(
     session: Session, ctx: Context, env: schema.Environment, config: EnvironmentConfig, name: str
 ) -> schema.Unit:
     spec = config.unit(name)
+    kind = (ServiceKind.DATABASE if isinstance(spec, DatabaseSpec) else ServiceKind.SERVICE).value
+    # Back in the file after it was removed and torn down: the same row (environment and name
+    # are unique), so its release numbers carry on. It stays removed until the change set
+    # takes effect (``complete``): a rejected one must not bring it back.
+    removed = session.scalars(
+        select(schema.Unit).where(schema.Unit.environment_id == env.id, schema.Unit.name == name)
+    ).first()
+    if removed is not None:
+        removed.kind = kind
+        removed.auto_deploy = getattr(spec, "auto_deploy", True)
+        return removed
     unit = schema.Unit(
         project_id=env.project_id,
         environment_id=env.id,
         name=name,
-        kind=(
-            ServiceKind.DATABASE if isinstance(spec, DatabaseSpec) else ServiceKind.SERVICE
-        ).value,
+        kind=kind,
         status=ServiceStatus.ACTIVE.value,
         auto_deploy=getattr(spec, "auto_deploy", True),
         skip_production_approval=False,
@@ -238,8 +248,27 @@ def complete(
     ended: list[requests.Ended] = []
     for deployment in changesets.deployments_of(session, changeset.id):
         if not DeploymentState(deployment.state).is_final:
+            _back_in_file(session, ctx, deployment.unit, actor)
             ended += requests.enter_pending(session, ctx.clock, deployment, actor)
     return ended
+
+
+def _back_in_file(session: Session, ctx: Context, unit: schema.Unit, actor: str | None) -> None:
+    """A unit removed earlier is deployed again: it is active (a teardown not yet done is
+    called off; the teardown checks the status again before it records anything)."""
+    if unit.status == ServiceStatus.ACTIVE.value:
+        return
+    unit.status = ServiceStatus.ACTIVE.value
+    events.record(
+        session,
+        ctx.clock.now(),
+        "unit",
+        project_id=unit.project_id,
+        environment_id=unit.environment_id,
+        state=unit.status,
+        message=f"{unit.name} is back in nebula.toml",
+        actor=actor,
+    )
 
 
 def _remove(session: Session, ctx: Context, unit: schema.Unit, actor: str | None) -> None:

@@ -48,3 +48,11 @@ class Clusters:
             cluster = kubernetes.connect(context=context, clock=self.clock, settings=self.settings)
             self._by_context[context] = cluster
         return cluster
+
+    def close(self) -> None:
+        """Closes the clients of the clusters connected so far (their pooled connections)."""
+        clusters, self._by_context = list(self._by_context.values()), {}
+        for cluster in clusters:
+            close = getattr(cluster, "close", None)
+            if close is not None:
+                close()

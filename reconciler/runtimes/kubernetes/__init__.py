@@ -49,11 +49,12 @@ def connect(
 
     Raises ``ConfigurationError`` when no usable configuration is found; nothing is sent to
     the API server until the first call, so connecting to a cluster that is down succeeds and
-    the calls then raise ``UnreachableError``. ``settings`` are the server's (none of them
-    changes how the cluster is reached yet); ``environ`` defaults to the process environment
-    (``KUBECONFIG``, ``KUBERNETES_SERVICE_HOST``).
+    the calls then raise ``UnreachableError``. ``settings`` are the server's: their
+    ``kubeconfig`` is used when no ``kubeconfig`` is passed; ``environ`` defaults to the process
+    environment (``KUBECONFIG``, ``KUBERNETES_SERVICE_HOST``).
     """
-    del settings
+    if kubeconfig is None and settings is not None and settings.kubeconfig:
+        kubeconfig = settings.kubeconfig
     connection = configs.connect(context, kubeconfig, environ=environ,
                                  timeouts=timeouts or Timeouts())
     return KubernetesCluster(connection, clock, prober=prober)

@@ -68,7 +68,11 @@ class KubernetesCluster:
         return self.discovery.capabilities()
 
     def close(self) -> None:
-        self.connection.api_client.close()  # type: ignore[no-untyped-call]
+        api_client = self.connection.api_client
+        api_client.close()  # type: ignore[no-untyped-call]
+        # Older releases of the client in our supported range leave the urllib3 pools (and
+        # their sockets) open on close(); clearing them again is harmless.
+        api_client.rest_client.pool_manager.clear()
 
     # -- admitted ----------------------------------------------------------------------------
 
