@@ -91,6 +91,12 @@ def prepare(session: Session, settings: Settings, row: schema.OutboxMessage) -> 
     ).first()
     if request is not None and request.delivered_at is None:
         return Wait(request.next_attempt_at)  # it edits that message: the request goes first
+    if request is not None:
+        # Delivered, perhaps by another replica after the approval was read above (each
+        # statement reads what is committed when it starts): read where it went again.
+        session.refresh(approval, attribute_names=["slack_channel", "slack_ts"])
+        if approval.slack_channel and approval.slack_ts:
+            return Edit(Posted(approval.slack_channel, approval.slack_ts), message)
     return Skip("the approval request was never posted, so there is no message to update")
 
 

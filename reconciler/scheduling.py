@@ -41,7 +41,10 @@ from reconciler.store import schema
 
 log = logging.getLogger("nebula.scheduler")
 
-POLL_LEASE = timedelta(minutes=5)
+# A poll's lease is short and renewed while the poll runs: a replica killed mid-poll holds its
+# projects for POLL_LEASE at most, however long a slow remote could keep a live one polling.
+POLL_LEASE = timedelta(seconds=30)
+POLL_RENEW = timedelta(seconds=10)
 WRITER_LEASE = timedelta(seconds=20)
 WRITER_RENEW = timedelta(seconds=5)
 TIMER_LEASE = timedelta(seconds=30)
@@ -287,9 +290,19 @@ class Scheduler:
         if not claimed:
             return polling.PollReport()
         started = time.perf_counter()
+        done = threading.Event()
+        renewer = threading.Thread(
+            target=self._renew_until,
+            args=(done, [f"poll:{s}" for s in claimed], POLL_LEASE, POLL_RENEW),
+            name="nebula-poll-lease",
+            daemon=True,
+        )
+        renewer.start()
         try:
             report = polling.poll(self.ctx, claimed)
         finally:
+            done.set()
+            renewer.join()
             self._spread_and_release(claimed)
         seconds = time.perf_counter() - started
         self.observer.polled(report, seconds)
@@ -357,3 +370,13 @@ class Scheduler:
 
     def _release(self, session: Session, names: list[str]) -> None:
         leases.release(session, names, self.owner)
+
+    def _renew_until(
+        self, done: threading.Event, names: list[str], ttl: timedelta, every: timedelta
+    ) -> None:
+        """Keep renewing ``names`` until ``done``: the work they guard is still running."""
+        while not done.wait(every.total_seconds()):
+            try:
+                self._claim(names, ttl)
+            except Exception as exc:  # the store is down: the next round tries again
+                log.warning("could not renew leases", extra={"reason": str(exc)})

@@ -14,7 +14,7 @@ import socket
 from datetime import timedelta
 
 from sqlalchemy import and_, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from reconciler.context import Context
 from reconciler.core import deciding, messages
@@ -218,10 +218,14 @@ def _apply(ctx: Context, session: Session, d: schema.Deployment, decision: Decis
 
 def _pending(ctx: Context, session: Session, d: schema.Deployment) -> bool:
     others = session.scalars(
-        select(schema.Deployment).where(
+        select(schema.Deployment)
+        .where(
             schema.Deployment.environment_id == d.environment_id,
             or_(schema.Deployment.finished_at.is_(None), schema.Deployment.id == d.waiting_on_id),
         )
+        # Their unit and release names, loaded together: one query each, not two per deployment
+        # in flight (an environment deploying 50 services made each pending step 100 queries).
+        .options(selectinload(schema.Deployment.unit), selectinload(schema.Deployment.release))
     ).all()
     view = deciding.Pending(
         id=d.id,

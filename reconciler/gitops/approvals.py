@@ -92,8 +92,10 @@ def request(
     return approval
 
 
-def get(session: Session, approval_id: int) -> schema.Approval:
-    approval = session.get(schema.Approval, approval_id)
+def get(session: Session, approval_id: int, *, lock: bool = False) -> schema.Approval:
+    """``lock`` to decide it: two deciders (or a decider and expiry) at the same moment then
+    take turns, and the second sees the first's decision instead of deciding again."""
+    approval = session.get(schema.Approval, approval_id, with_for_update=True if lock else None)
     if approval is None:
         raise NotFoundError(f"No approval {approval_id}", hint="list them with: nebula approvals")
     return approval
@@ -173,12 +175,15 @@ def listing(session: Session, project_id: int | None = None) -> list[schema.Appr
 
 
 def due(session: Session, clock: Clock) -> list[schema.Approval]:
+    """Locked for expiring them; one being decided right now is left to its decider."""
     return list(
         session.scalars(
-            select(schema.Approval).where(
+            select(schema.Approval)
+            .where(
                 schema.Approval.state == ApprovalState.PENDING.value,
                 schema.Approval.expires_at <= clock.now(),
             )
+            .with_for_update(skip_locked=True)
         )
     )
 

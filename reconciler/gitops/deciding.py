@@ -59,7 +59,7 @@ def decide(
     via: DecisionChannel,
     reason: str | None = None,
 ) -> Decision:
-    approval = approvals.get(session, approval_id)
+    approval = approvals.get(session, approval_id, lock=True)
     if approval.state == ApprovalState.PENDING.value and approval.expires_at <= ctx.clock.now():
         expire(session, ctx, approval)
     if approval.state != ApprovalState.PENDING.value:

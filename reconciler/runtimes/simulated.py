@@ -10,11 +10,13 @@ and demo aid, not a production path.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
@@ -99,8 +101,13 @@ class SimulatedCluster:
             row = schema.ClusterObject(
                 namespace=namespace, kind=kind, name=name, body=body, created_at=now, updated_at=now
             )
-            session.add(row)
-        elif row.body != body:  # server-side apply: an identical apply changes nothing
+            try:
+                with session.begin_nested():  # another replica may be creating it right now
+                    session.add(row)
+            except IntegrityError:
+                row = self._get(session, namespace, kind, name)
+                assert row is not None, "created by another replica"
+        if row.body != body:  # server-side apply: an identical apply changes nothing
             row.body = body
             row.updated_at = now
         session.flush()
@@ -115,7 +122,8 @@ class SimulatedCluster:
 
     def _record(self, session: Session, entry: str) -> None:
         count = session.query(schema.ClusterObject).filter(schema.ClusterObject.kind == LOG).count()
-        self._put(session, "", LOG, f"{count:09d}", {"entry": entry})
+        # Ordered by the count; the suffix keeps two replicas counting at once from colliding.
+        self._put(session, "", LOG, f"{count:09d}-{uuid.uuid4().hex[:8]}", {"entry": entry})
 
     def _session(self) -> Any:
         return self.db.transaction()

@@ -52,7 +52,9 @@ class Database:
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite and ":///" in url and not url.endswith(":memory:"):
             Path(url.split(":///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
-        kwargs: dict[str, Any] = {"echo": echo}
+        # A driver error quotes the statement's parameters, and a row may hold a secret (the
+        # simulated cluster keeps Secret objects in the store): errors and logs never show them.
+        kwargs: dict[str, Any] = {"echo": echo, "hide_parameters": True}
         if not self.is_sqlite:
             kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=5)
         try:
