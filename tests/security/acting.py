@@ -1,0 +1,113 @@
+"""An installation for the API's write endpoints: the shop deployed, members of every role
+with API tokens, and the app on loopback. Targets (approvals, deployments) are made fresh
+for each request, so every request meets the same situation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from reconciler.admin import members
+from reconciler.engine import actions
+from reconciler.store import schema
+from reconciler.web.app import create_app
+from tests.plugins.git import GitRepo
+from tests.plugins.nebula import DIGEST_A, DIGEST_B, Nebula, image
+from tests.security.world import AppServer
+
+ROLES = {"alice": "admin", "bob": "member", "olga": "owner", "carol": "admin"}
+
+
+def shop_toml(digest: str) -> str:
+    return f'''
+[environments.staging]
+
+[environments.production]
+protected = true
+
+[services.api]
+image = "{image("api", digest)}"
+
+[services.api.processes.web]
+type = "http"
+port = 8080
+'''
+
+
+@dataclass
+class Acting:
+    nebula: Nebula
+    http: httpx.Client
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def headers(self, who: str | None) -> dict[str, str]:
+        if who is None:
+            return {}
+        return {"Authorization": f"Bearer {self.tokens.get(who, who)}"}
+
+    def post(self, path: str, who: str | None, json: object = None) -> httpx.Response:
+        return self.http.post(path, headers=self.headers(who), json=json)
+
+    # -- fresh targets --------------------------------------------------------------------
+
+    def pending_approval(self, requester: str = "bob") -> str:
+        """A redeploy of production's api asked by ``requester``: a new pending approval."""
+        with self.nebula.ctx.db.transaction() as session:
+            asked = actions.redeploy(
+                session, self.nebula.ctx, "shop", "api", "production", requester
+            )
+            assert asked.approval is not None and asked.approval.state == "pending"
+            return str(asked.approval.id)
+
+    def open_deployment(self) -> str:
+        """A deployment nobody has decided yet (awaiting approval in production)."""
+        with self.nebula.ctx.db.transaction() as session:
+            asked = actions.redeploy(session, self.nebula.ctx, "shop", "api", "production", "bob")
+            return str(asked.deployment.id)
+
+    def approval(self, approval_id: str) -> schema.Approval:
+        with self.nebula.ctx.db.transaction() as session:
+            row = session.get(schema.Approval, int(approval_id))
+            assert row is not None
+            session.expunge(row)
+            return row
+
+    def deployment(self, deployment_id: str) -> schema.Deployment:
+        with self.nebula.ctx.db.transaction() as session:
+            row = session.get(schema.Deployment, int(deployment_id))
+            assert row is not None
+            session.expunge(row)
+            return row
+
+    def deployment_count(self) -> int:
+        with self.nebula.ctx.db.transaction() as session:
+            return session.query(schema.Deployment).count()
+
+
+def build(nebula: Nebula, repo: GitRepo) -> Iterator[Acting]:
+    """The shop with staging at r-2 (r-1 retired: something to roll back to) and production
+    at r-1, then the app serving it."""
+    repo.commit({"nebula.toml": shop_toml(DIGEST_A)}, "First")
+    nebula.ok(f"project add shop --repo {repo.url}")
+    tokens = {}
+    with nebula.ctx.db.transaction() as session:
+        for name, role in ROLES.items():
+            members.add(session, nebula.clock, name, role)
+            tokens[name] = members.create_token(session, nebula.clock, name)
+    nebula.settle()
+    (first,) = [a for a in nebula.approvals() if a["state"] == "pending"]
+    nebula.ok(f"approve {first['id']} --as olga")
+    repo.commit({"nebula.toml": shop_toml(DIGEST_B)}, "Second")
+    nebula.settle()
+    for approval in nebula.approvals():
+        if approval["state"] == "pending":
+            nebula.ok(f"reject {approval['id']} --as olga")
+    staging = nebula.unit("staging", "api")
+    assert staging["active_release"] == "r-2", staging
+    with (
+        AppServer(create_app(nebula.ctx)) as app,
+        httpx.Client(base_url=app.url, timeout=10) as http,
+    ):
+        yield Acting(nebula, http, tokens)

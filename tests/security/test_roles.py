@@ -1,0 +1,174 @@
+"""Every write endpoint of the JSON API, called as every kind of caller: the status it answers,
+and that a refused call changed nothing (a permitted one is recorded under the token's member).
+
+Deciding an approval takes an admin or an owner; asking for a deployment (rollback, promote,
+redeploy) or cancelling one takes any member; without a valid token nothing happens (401),
+and the token is checked first, so an anonymous caller cannot learn what exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reconciler.web.app import create_app
+from tests.plugins.git import GitRepo
+from tests.plugins.nebula import nebula_with
+from tests.security.acting import Acting, build
+from tests.security.world import app_routes
+
+# caller -> the name whose token is sent (None: no Authorization header at all)
+CALLERS: dict[str, str | None] = {
+    "no token": None,
+    "bad token": "nbl_0badc0de_" + "x" * 32,
+    "member": "bob",
+    "admin": "alice",
+    "owner": "olga",
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    route: str  # as the app declares it
+    expected: dict[str, int]  # caller -> status
+    call: Callable[[Acting, str | None], tuple[int, bool]]  # -> (status, took effect)
+
+
+def _decide(verb: str) -> Callable[[Acting, str | None], tuple[int, bool]]:
+    def call(acting: Acting, who: str | None) -> tuple[int, bool]:
+        approval = acting.pending_approval(requester="bob")
+        response = acting.post(f"/api/v1/approvals/{approval}/{verb}", who)
+        after = acting.approval(approval)
+        if after.state == "pending":
+            return response.status_code, False
+        assert after.state == {"approve": "approved", "reject": "rejected"}[verb]
+        assert after.decided_by == who, "recorded under the token's member"
+        return response.status_code, True
+
+    return call
+
+
+def _ask(verb: str, body: dict[str, str]) -> Callable[[Acting, str | None], tuple[int, bool]]:
+    def call(acting: Acting, who: str | None) -> tuple[int, bool]:
+        before = acting.deployment_count()
+        response = acting.post(f"/api/v1/projects/shop/services/api/{verb}", who, json=body)
+        if acting.deployment_count() == before:
+            return response.status_code, False
+        made = acting.deployment(response.json()["deployment"]["id"])
+        assert made.requested_by == who, "recorded under the token's member"
+        return response.status_code, True
+
+    return call
+
+
+def _cancel(acting: Acting, who: str | None) -> tuple[int, bool]:
+    deployment = acting.open_deployment()
+    response = acting.post(f"/api/v1/deployments/{deployment}/cancel", who)
+    return response.status_code, acting.deployment(deployment).state == "cancelled"
+
+
+DECIDE = {"no token": 401, "bad token": 401, "member": 403, "admin": 200, "owner": 200}
+ASK = {"no token": 401, "bad token": 401, "member": 200, "admin": 200, "owner": 200}
+
+ENDPOINTS = {
+    "approve": Endpoint("/api/v1/approvals/{approval_id}/approve", DECIDE, _decide("approve")),
+    "reject": Endpoint("/api/v1/approvals/{approval_id}/reject", DECIDE, _decide("reject")),
+    "rollback": Endpoint(
+        "/api/v1/projects/{slug}/services/{service}/rollback",
+        ASK,
+        _ask("rollback", {"environment": "staging"}),
+    ),
+    "promote": Endpoint(
+        "/api/v1/projects/{slug}/services/{service}/promote",
+        ASK,
+        _ask("promote", {"from": "staging", "to": "production"}),
+    ),
+    "redeploy": Endpoint(
+        "/api/v1/projects/{slug}/services/{service}/redeploy",
+        ASK,
+        _ask("redeploy", {"environment": "staging"}),
+    ),
+    "cancel": Endpoint("/api/v1/deployments/{deployment_id}/cancel", ASK, _cancel),
+}
+
+
+@pytest.fixture(scope="module")
+def acting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acting]:
+    tmp: Path = tmp_path_factory.mktemp("roles")
+    for nebula in nebula_with(tmp):
+        yield from build(nebula, GitRepo(tmp / "repo", bare=False))
+
+
+@pytest.mark.parametrize("caller", list(CALLERS))
+@pytest.mark.parametrize("endpoint", list(ENDPOINTS))
+def test_each_write_endpoint_answers_each_caller_as_the_table_says(
+    acting: Acting, endpoint: str, caller: str
+) -> None:
+    spec = ENDPOINTS[endpoint]
+    status, took_effect = spec.call(acting, CALLERS[caller])
+    assert status == spec.expected[caller]
+    assert took_effect == (status == 200), "a refused call must change nothing"
+
+
+def test_the_table_covers_every_write_route_of_the_app(acting: Acting) -> None:
+    routes = app_routes(create_app(acting.nebula.ctx))
+    writes = {p for p, methods in routes if p.startswith("/api/") and methods - {"GET", "HEAD"}}
+    assert writes == {e.route for e in ENDPOINTS.values()}
+
+
+def test_an_admin_cannot_approve_their_own_request(acting: Acting) -> None:
+    approval = acting.pending_approval(requester="alice")
+    response = acting.post(f"/api/v1/approvals/{approval}/approve", "alice")
+    assert response.status_code == 403
+    assert response.json()["error"]["message"] == (
+        "Your policy forbids approving your own deploys: someone else must approve this request."
+    )
+    assert acting.approval(approval).state == "pending"
+    assert acting.post(f"/api/v1/approvals/{approval}/approve", "carol").status_code == 200
+
+
+def test_a_member_is_told_why_they_cannot_decide(acting: Acting) -> None:
+    approval = acting.pending_approval()
+    response = acting.post(f"/api/v1/approvals/{approval}/reject", "bob")
+    assert response.json() == {
+        "error": {
+            "code": "forbidden",
+            "message": "Only an admin or owner can decide approvals; bob is a member.",
+        }
+    }
+
+
+def test_a_role_change_takes_effect_for_existing_tokens(acting: Acting) -> None:
+    acting.nebula.ok("member add carol --role member")
+    try:
+        approval = acting.pending_approval()
+        assert acting.post(f"/api/v1/approvals/{approval}/approve", "carol").status_code == 403
+    finally:
+        acting.nebula.ok("member add carol --role admin")
+    assert acting.post(f"/api/v1/approvals/{approval}/approve", "carol").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/approvals/999999/approve", None),
+        ("/api/v1/approvals/999999/reject", {"reason": "no"}),
+        ("/api/v1/projects/nowhere/services/api/redeploy", {"environment": "staging"}),
+        ("/api/v1/projects/shop/services/nothing/rollback", {"environment": "staging"}),
+        ("/api/v1/projects/shop/services/api/promote", {"from": "staging", "to": "nowhere"}),
+        ("/api/v1/deployments/999999/cancel", None),
+    ],
+)
+def test_without_a_token_nothing_is_learnt_about_what_exists(
+    acting: Acting, path: str, body: dict[str, str] | None
+) -> None:
+    anonymous = acting.post(path, None, json=body)
+    assert anonymous.status_code == 401
+    assert anonymous.headers["www-authenticate"] == "Bearer"
+    assert anonymous.json() == {
+        "error": {"code": "unauthorized", "message": "Missing bearer token"}
+    }
+    assert acting.post(path, "alice", json=body).status_code == 404
