@@ -1,0 +1,370 @@
+"""Deployment state transitions per second with 1, 2 and 4 replicas on PostgreSQL, next to
+pgbench running the same claim-and-insert-event work at the same client counts.
+
+    python bench/throughput.py [--projects 20] [--services 25] [--replicas 1,2,4] [--strict]
+
+For each replica count, in one run against one throwaway PostgreSQL server (Debian's binaries,
+as the tests start it):
+
+1. **Nebula.** A fresh database; ``--projects`` projects of ``--services`` services each
+   (one unprotected environment) are registered and polled in-process, so their first deploys
+   wait in ``pending`` exactly as a push leaves them. Then N worker processes start, each
+   running the engine's tick loop (``reconciler.engine.ticking.tick``, what ``nebula serve``
+   runs, without the web server and the poll timers) with its own replica id on the simulated
+   cluster with zero delay, until nothing is left to do. Every deployment walks pending ->
+   admitted -> starting -> qualifying -> activating -> draining -> healthy: six transitions,
+   each claimed with a lease (``FOR UPDATE SKIP LOCKED``), rendered, applied to the
+   simulated cluster (rows in the same database) and recorded with its event.
+   Rate = transitions recorded / seconds from "go" to the last worker's exit.
+2. **pgbench** (``/usr/lib/postgresql/*/bin/pgbench``) at ``-c N -j N -M prepared`` with a
+   custom script doing, per transaction, the bare database work of a transition: claim the
+   lowest unfinished deployment row ``FOR UPDATE SKIP LOCKED``, move its state one step
+   (``UPDATE ... RETURNING``) and insert its event, as many transitions as Nebula made.
+
+Printed: both rates, their ratio (target >= 0.7x), and the number of duplicate transitions
+in Nebula's events (the same (deployment, state) twice; must be 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psycopg
+from sqlalchemy import text
+
+from reconciler import bootstrap
+from reconciler.admin import projects as project_rows
+from reconciler.engine import ticking
+from reconciler.gitops import polling
+from reconciler.settings import Settings
+from tests.infra.postgres import PostgresServer
+from tests.plugins.git import GitRepo
+
+TARGET = 0.7
+TRANSITIONS_PER_DEPLOYMENT = 6
+IMAGE = "registry.example.com/bench/svc@sha256:" + "b" * 64
+
+PGBENCH_SCRIPT = """\
+BEGIN;
+SELECT id AS did, project_id AS pid, environment_id AS eid FROM deployments
+  WHERE finished_at IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED \\gset
+UPDATE deployments SET
+  state = CASE state WHEN 'pending' THEN 'admitted' WHEN 'admitted' THEN 'starting'
+    WHEN 'starting' THEN 'qualifying' WHEN 'qualifying' THEN 'activating'
+    WHEN 'activating' THEN 'draining' ELSE 'healthy' END,
+  finished_at = CASE WHEN state = 'draining' THEN now() END,
+  stage_started_at = now()
+  WHERE id = :did RETURNING state AS st \\gset
+INSERT INTO events (at, project_id, environment_id, deployment_id, kind, state)
+  VALUES (now(), :pid, :eid, :did, 'deployment', :st);
+COMMIT;
+"""
+
+
+def nebula_toml(project: str, services: int) -> str:
+    text = f'[project]\nname = "{project}"\n\n[environments.staging]\n'
+    for n in range(services):
+        text += f'''
+[services.svc{n}]
+image = "{IMAGE}"
+[services.svc{n}.processes.web]
+type = "http"
+port = 8080
+[services.svc{n}.variables]
+N = "{n}"
+'''
+    return text
+
+
+def settings_for(url: str, workdir: Path, replica: str = "") -> Settings:
+    return Settings(
+        database_url=url,
+        cluster="simulated",
+        simulated_delay=timedelta(0),
+        state_dir=workdir,
+        secret_key="",
+        replica_id=replica,
+    )
+
+
+# -- seeding -----------------------------------------------------------------------------------
+
+
+def seed(url: str, workdir: Path, projects: int, services: int) -> int:
+    """Projects registered and polled: their first deploys wait in pending. Returns how many."""
+    ctx = bootstrap.open_context(settings_for(url, workdir / "seed"))
+    try:
+        slugs = []
+        with ctx.db.transaction() as session:
+            for p in range(projects):
+                slug = f"bench-{p}"
+                repo = GitRepo(workdir / "repos" / slug, bare=True)
+                repo.commit({"nebula.toml": nebula_toml(slug, services)}, "First version")
+                project_rows.add(session, ctx.clock, slug, str(repo.path))
+                slugs.append(slug)
+        polling.poll(ctx, slugs)
+        with ctx.db.transaction() as session:
+            pending = session.execute(
+                text("SELECT count(*) FROM deployments WHERE state = 'pending'")
+            ).scalar_one()
+            # The seed's own poll leaves nothing else for the workers to do.
+            session.execute(text("UPDATE projects SET next_poll_at = now() + interval '1 day'"))
+        with ctx.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+        return int(pending)
+    finally:
+        ctx.db.dispose()
+        if ctx.git is not None:
+            ctx.git.close()
+
+
+def seed_for_pgbench(dsn: str, deployments: int) -> None:
+    """Pending deployments for pgbench, in the same schema (one project, unit and release)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO projects (id, slug, repo_url, branch, path, interval_seconds, clusters,"
+            " created_at) VALUES (1, 'pgbench', '/nowhere', 'main', 'nebula.toml', 60, '{}', now())"
+        )
+        conn.execute(
+            "INSERT INTO environments (id, project_id, name, position, protected, in_file,"
+            " created_at) VALUES (1, 1, 'staging', 0, false, true, now())"
+        )
+        conn.execute(
+            "INSERT INTO units (id, project_id, environment_id, name, kind, status, auto_deploy,"
+            " skip_production_approval, next_release_number, created_at)"
+            " VALUES (1, 1, 1, 'svc', 'service', 'active', true, false, 2, now())"
+        )
+        conn.execute(
+            "INSERT INTO releases (id, unit_id, number, image, config, status, source, created_at)"
+            f" VALUES (1, 1, 1, '{IMAGE}', '{{}}', 'created', 'bench', now())"
+        )
+        conn.execute(
+            "INSERT INTO deployments (project_id, environment_id, unit_id, release_id, kind, state,"
+            " requested_by, attempts, created_at, stage_started_at, queued_at)"
+            f" SELECT 1, 1, 1, 1, 'deploy', 'pending', 'bench', 0, now(), now(), now()"
+            f" FROM generate_series(1, {deployments})"
+        )
+        conn.execute("VACUUM ANALYZE")
+
+
+# -- Nebula's workers --------------------------------------------------------------------------
+
+
+def worker(url: str, replica: str, workdir: str, go: str) -> int:
+    """One replica's tick loop, from the moment ``go`` exists until nothing is left to do."""
+    ctx = bootstrap.open_context(settings_for(url, Path(workdir), replica), git=False)
+    try:
+        print("ready", flush=True)
+        while not os.path.exists(go):
+            time.sleep(0.001)
+        moved = 0
+        while True:
+            steps, busy = ticking.tick(ctx)
+            moved += steps
+            if not steps and not busy:
+                break
+            if not steps:
+                time.sleep(0.005)  # another replica holds what is left
+        print(f"moved {moved}", flush=True)
+    finally:
+        ctx.db.dispose()
+    return 0
+
+
+@dataclass
+class Run:
+    replicas: int
+    deployments: int
+    transitions: int
+    seconds: float
+    duplicates: int
+    pgbench_tps: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.transitions / self.seconds
+
+    @property
+    def ratio(self) -> float:
+        return self.rate / self.pgbench_tps if self.pgbench_tps else 0.0
+
+
+def run_nebula(url: str, workdir: Path, replicas: int, deployments: int) -> Run:
+    go = workdir / f"go-{replicas}"
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                url,
+                f"bench-{replicas}-{n}",
+                str(workdir),
+                str(go),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(replicas)
+    ]
+    for process in processes:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        if line != "ready":
+            raise RuntimeError(f"a worker did not start: {line!r}")
+    started = time.perf_counter()
+    go.touch()
+    for process in processes:
+        if process.wait() != 0:
+            raise RuntimeError("a worker failed")
+    seconds = time.perf_counter() - started
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn) as conn:
+        transitions = conn.execute(
+            "SELECT count(*) FROM events WHERE kind = 'deployment' AND state <> 'pending'"
+        ).fetchone()
+        duplicates = conn.execute(
+            "SELECT count(*) FROM (SELECT deployment_id, state FROM events"
+            " WHERE kind = 'deployment' GROUP BY deployment_id, state HAVING count(*) > 1) AS d"
+        ).fetchone()
+        unfinished = conn.execute(
+            "SELECT count(*) FROM deployments WHERE state <> 'healthy'"
+        ).fetchone()
+    assert transitions is not None and duplicates is not None and unfinished is not None
+    if unfinished[0]:
+        raise RuntimeError(f"{unfinished[0]} deployments did not go healthy")
+    return Run(replicas, deployments, int(transitions[0]), seconds, int(duplicates[0]))
+
+
+# -- pgbench -----------------------------------------------------------------------------------
+
+
+def pgbench(
+    server: PostgresServer, database: str, clients: int, transitions: int, workdir: Path
+) -> float:
+    script = workdir / "claim-and-insert-event.sql"
+    script.write_text(PGBENCH_SCRIPT, encoding="utf-8")
+    per_client = max(transitions // clients, 1)
+    command = [
+        str(server.bindir / "pgbench"),
+        "-n",
+        "-f",
+        str(script),
+        "-M",
+        "prepared",
+        "-c",
+        str(clients),
+        "-j",
+        str(clients),
+        "-t",
+        str(per_client),
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(server.port),
+        "-U",
+        "nebula",
+        database,
+    ]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PGPASSWORD": server.password},
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"pgbench failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+    found = re.search(
+        r"tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)",
+        result.stdout,
+    )
+    if found is None:
+        raise RuntimeError(f"no tps in pgbench's output:\n{result.stdout}")
+    return float(found.group(1))
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def measure(server: PostgresServer, workdir: Path, replicas: int, args: argparse.Namespace) -> Run:
+    name = f"nebula_{replicas}"
+    url = server.create_database(name)
+    deployments = seed(url, workdir / name, args.projects, args.services)
+    print(f"[{replicas} replica(s)] {deployments} deployments pending; ticking", flush=True)
+    run = run_nebula(url, workdir / name, replicas, deployments)
+    server.drop_database(name)
+
+    bench = f"pgbench_{replicas}"
+    url = server.create_database(bench)
+    bootstrap.open_context(settings_for(url, workdir / bench), git=False).db.dispose()  # schema
+    needed = run.transitions // TRANSITIONS_PER_DEPLOYMENT + 2 * replicas
+    seed_for_pgbench(url.replace("postgresql+psycopg://", "postgresql://"), needed)
+    print(
+        f"[{replicas} replica(s)] pgbench -c {replicas}: {run.transitions} transitions", flush=True
+    )
+    run.pgbench_tps = pgbench(server, bench, replicas, run.transitions, workdir)
+    server.drop_database(bench)
+    return run
+
+
+def report(runs: list[Run]) -> None:
+    print()
+    print(f"Deployment state transitions per second on PostgreSQL ({os.cpu_count()} CPUs)")
+    print(
+        f"  {'replicas':>8} {'deploys':>8} {'transitions':>11} {'seconds':>8} {'nebula/s':>9}"
+        f" {'pgbench/s':>10} {'ratio':>6} {'target':>7} {'duplicates':>10}"
+    )
+    for r in runs:
+        print(
+            f"  {r.replicas:>8} {r.deployments:>8} {r.transitions:>11} {r.seconds:>8.2f}"
+            f" {r.rate:>9.0f} {r.pgbench_tps:>10.0f} {r.ratio:>5.2f}x {'>=' + str(TARGET) + 'x':>7}"
+            f" {r.duplicates:>10}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--projects", type=int, default=20)
+    parser.add_argument("--services", type=int, default=25)
+    parser.add_argument("--replicas", default="1,2,4")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--worker", nargs=4, metavar=("URL", "REPLICA", "DIR", "GO"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(*args.worker)
+    counts = [int(n) for n in args.replicas.split(",")]
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="nebula-bench-throughput-") as tmp:
+        server = PostgresServer()
+        try:
+            server.start()
+            for replicas in counts:
+                runs.append(measure(server, Path(tmp), replicas, args))
+        finally:
+            server.close()
+    report(runs)
+    misses = [r for r in runs if r.ratio < TARGET or r.duplicates]
+    for r in misses:
+        print(
+            f"  missed with {r.replicas} replica(s): {r.ratio:.2f}x pgbench"
+            f" ({r.ratio / TARGET:.0%} of the target), {r.duplicates} duplicate transitions"
+        )
+    return 1 if misses and args.strict else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
