@@ -1,9 +1,9 @@
-"""The reconcile tick: claim each open deployment's lease, take one step, commit.
+"""The reconcile tick: for each open deployment, claim its lease, take one step, commit.
 
-A step is: gather facts (short transaction), call the cluster (no transaction held), then in
-one transaction re-check the deployment did not move meanwhile and commit the decision, the
-stage marker and the event together. Transient cluster errors are retried with backoff, at
-most 3 times per stage; an unreachable cluster sets ``delivery`` and waits.
+A step is: claim the lease and read (short transaction), gather facts (another), call the
+cluster (no transaction held), then in one transaction re-check the deployment did not move
+meanwhile and commit the decision, the stage marker, the event and the lease's release
+together. What a failed call records is in ``failing``.
 """
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ import socket
 from datetime import timedelta
 
 from sqlalchemy import and_, or_, select, update
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, joinedload, selectinload
+from sqlalchemy.sql.elements import ColumnElement
 
 from reconciler.context import Context
 from reconciler.core import deciding, messages
 from reconciler.core.deciding import Decision, Step
 from reconciler.core.states import Blocker, DeploymentState, ServiceStatus
 from reconciler.core.transitions import Trigger
-from reconciler.engine import objects, recording, removing, stages
+from reconciler.engine import failing, objects, recording, removing, stages
 from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
-from reconciler.runtimes.cluster import UnreachableError
+from reconciler.runtimes.cluster import Cluster, UnreachableError
 from reconciler.store import schema
 from renderers.capabilities import Capabilities
 
 log = logging.getLogger("nebula.engine")
 S = DeploymentState
 LEASE = timedelta(seconds=60)
-MAX_RETRIES = 3
 ACTIVE_STATES = [
     s.value for s in DeploymentState if not s.is_final and s is not S.AWAITING_APPROVAL
 ]
@@ -83,12 +83,7 @@ def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
         return 0, False  # an idle tick: nothing found, nothing to re-check
     owner = replica_id(ctx)
     for deployment_id in ids:
-        if not _claim(ctx, deployment_id, owner):
-            continue
-        try:
-            moved += int(step(ctx, deployment_id))
-        finally:
-            _release(ctx, deployment_id, owner)
+        moved += int(step(ctx, deployment_id, owner))
     for unit_id in teardown:
         moved += int(removing.teardown(ctx, unit_id))
     with ctx.db.transaction() as session:
@@ -96,33 +91,46 @@ def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
     return moved, busy
 
 
-def _claim(ctx: Context, deployment_id: int, owner: str) -> bool:
-    """Take the deployment's lease: free, ours, or expired (its holder died)."""
-    now = ctx.clock.now()
-    claimable = and_(
-        schema.Deployment.id == deployment_id,
-        or_(
-            schema.Deployment.lease_owner.is_(None),
-            schema.Deployment.lease_owner == owner,
-            schema.Deployment.lease_expires_at < now,
-        ),
+# What a step reads of a deployment, in the query that reads it (not one lazy load each).
+_LOADED = (
+    joinedload(schema.Deployment.environment).joinedload(schema.Environment.project),
+    joinedload(schema.Deployment.unit).joinedload(schema.Unit.active_release),
+    joinedload(schema.Deployment.release),
+)
+
+
+def _claimable(ctx: Context, owner: str) -> ColumnElement[bool]:
+    """Free, ours, or expired (its holder died)."""
+    return or_(
+        schema.Deployment.lease_owner.is_(None),
+        schema.Deployment.lease_owner == owner,
+        schema.Deployment.lease_expires_at < ctx.clock.now(),
     )
+
+
+def _locked(
+    ctx: Context, session: Session, deployment_id: int, owner: str
+) -> schema.Deployment | None:
+    """The deployment, row-locked, unless another live replica holds its lease. On PostgreSQL
+    a row another replica is locking right now is skipped, not waited for (SQLite has one
+    writer: its transactions already take turns)."""
+    query = (
+        select(schema.Deployment)
+        .where(schema.Deployment.id == deployment_id, _claimable(ctx, owner))
+        .options(*_LOADED)
+    )
+    if not ctx.db.is_sqlite:
+        query = query.with_for_update(skip_locked=True, of=schema.Deployment)
+    return session.scalars(query).unique().first()
+
+
+def claim(ctx: Context, deployment_id: int, owner: str) -> bool:
+    """Take the deployment's lease in a transaction of its own (what another replica does)."""
     with ctx.db.transaction() as session:
-        if not ctx.db.is_sqlite:
-            # Several replicas on PostgreSQL: a row another replica is claiming right now is
-            # skipped, not waited for. (SQLite has one writer: the UPDATE below is enough.)
-            locked = session.scalars(
-                select(schema.Deployment.id).where(claimable).with_for_update(skip_locked=True)
-            ).first()
-            if locked is None:
-                return False
-        result = session.execute(
-            update(schema.Deployment)
-            .where(claimable)
-            .values(lease_owner=owner, lease_expires_at=now + LEASE)
-            .execution_options(synchronize_session=False)
-        )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        d = _locked(ctx, session, deployment_id, owner)
+        if d is not None:
+            d.lease_owner, d.lease_expires_at = owner, ctx.clock.now() + LEASE
+        return d is not None
 
 
 def _release(ctx: Context, deployment_id: int, owner: str) -> None:
@@ -134,47 +142,83 @@ def _release(ctx: Context, deployment_id: int, owner: str) -> None:
         )
 
 
-def step(ctx: Context, deployment_id: int) -> bool:
-    """Take one step for one deployment; True if anything was recorded."""
+def _unlease(d: schema.Deployment, owner: str) -> None:
+    """Give the lease back in the transaction that ends the step: no transaction of its own."""
+    if d.lease_owner == owner:
+        d.lease_owner, d.lease_expires_at = None, None
+
+
+def step(ctx: Context, deployment_id: int, owner: str | None = None) -> bool:
+    """Take one step for one deployment; True if anything was recorded.
+
+    Three short transactions for a stage: claim the lease and read (nothing to do releases
+    nothing: a deployment waiting for its retry or for approval is not leased at all); gather
+    the facts; record the outcome and give the lease back. The cluster is called in between,
+    with the lease held and no transaction open. A pending deployment is decided at once under
+    its row lock: it calls no cluster, so it needs no lease."""
+    owner = owner or replica_id(ctx)
     with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id)
+        d = _locked(ctx, session, deployment_id, owner)
         if d is None:
             return False
         state = S(d.state)
         cleanup = state.is_final and d.stage_marker == "cleanup"
-        cluster = objects.cluster_for(ctx, d) if state in stages.STAGES else None
-    if cleanup:
-        return removing.cleanup(ctx, deployment_id)
-    capabilities: Capabilities | None = None
-    discovery: NebulaError | None = None
-    if cluster is not None:
-        try:  # a network call on first use: never inside a transaction
-            capabilities = cluster.capabilities()
-        except (TransientError, PermanentError) as exc:
-            discovery = exc
-    with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id, with_for_update=True)
-        if d is None or d.state != state.value:
-            return False
-        if state.is_final or state is S.AWAITING_APPROVAL:
+        if not cleanup and (state.is_final or state is S.AWAITING_APPROVAL):
             return False
         if d.next_attempt_at is not None and ctx.clock.now() < d.next_attempt_at:
             return False
         if state is S.PENDING:
             return _pending(ctx, session, d)
-        if discovery is not None or capabilities is None or cluster is None:
+        d.lease_owner, d.lease_expires_at = owner, ctx.clock.now() + LEASE
+        cluster = objects.cluster_for(ctx, d) if state in stages.STAGES else None
+    if cleanup or cluster is None:
+        try:
+            return removing.cleanup(ctx, deployment_id) if cleanup else False
+        finally:
+            _release(ctx, deployment_id, owner)
+    try:
+        return _stage(ctx, deployment_id, owner, state, cluster)
+    except BaseException:
+        _release(ctx, deployment_id, owner)  # the step's last transaction did not commit
+        raise
+
+
+def _stage(
+    ctx: Context, deployment_id: int, owner: str, state: DeploymentState, cluster: Cluster
+) -> bool:
+    capabilities: Capabilities | None = None
+    discovery: NebulaError | None = None
+    try:  # a network call on first use: never inside a transaction
+        capabilities = cluster.capabilities()
+    except (TransientError, PermanentError) as exc:
+        discovery = exc
+    with ctx.db.transaction() as session:
+        d = session.get(
+            schema.Deployment,
+            deployment_id,
+            with_for_update={"of": schema.Deployment},
+            options=_LOADED,
+        )
+        if d is None:
+            return False
+        if d.state != state.value:
+            _unlease(d, owner)
+            return False
+        if discovery is not None or capabilities is None:
             # Rendering needs what the cluster serves: a reconciler started while the API is
             # down fails this stage's call (`delivery`), not the tick.
+            _unlease(d, owner)
             previous = d.unit.active_release
             before = previous.name if previous is not None and previous.id != d.release_id else None
             unknown = discovery or TransientError("the cluster's API versions are unknown")
-            return _failed_call(
+            return failing.failed_call(
                 ctx, session, d, state, unknown, messages.keeps_serving(before), before
             )
         try:
             facts = objects.facts(session, ctx, d, capabilities)
         except ConfigurationError as exc:
-            return _not_compilable(ctx, session, d, exc)
+            _unlease(d, owner)
+            return failing.not_compilable(ctx, session, d, exc)
     run = stages.STAGES[state]
     error: NebulaError | None = None
     try:
@@ -187,8 +231,16 @@ def step(ctx: Context, deployment_id: int) -> bool:
         # Locked, so a cancel or supersession committing now is seen, never overwritten: on
         # PostgreSQL (READ COMMITTED) a plain read would return the old state, and our UPDATE,
         # once their lock is released, would write over theirs.
-        d = session.get(schema.Deployment, deployment_id, with_for_update=True)
-        if d is None or d.state != state.value:
+        d = session.get(
+            schema.Deployment,
+            deployment_id,
+            with_for_update={"of": schema.Deployment},
+            options=_LOADED,
+        )
+        if d is None:
+            return False
+        _unlease(d, owner)
+        if d.state != state.value:
             return False  # someone else moved it meanwhile (cancel, supersede): drop our step
         if outcome is not None:
             if d.blocker == Blocker.DELIVERY.value:
@@ -197,7 +249,7 @@ def step(ctx: Context, deployment_id: int) -> bool:
                 d.stage_marker = outcome.marker
             return _apply(ctx, session, d, outcome.decision)
         assert error is not None
-        return _failed_call(ctx, session, d, state, error, facts.keeps, facts.previous)
+        return failing.failed_call(ctx, session, d, state, error, facts.keeps, facts.previous)
 
 
 def _apply(ctx: Context, session: Session, d: schema.Deployment, decision: Decision) -> bool:
@@ -246,121 +298,3 @@ def _pending(ctx: Context, session: Session, d: schema.Deployment) -> bool:
     if decision.step is Step.MOVE and decision.trigger is Trigger.ADMIT:
         d.waiting_on_id = None
     return _apply(ctx, session, d, decision)
-
-
-def _not_compilable(
-    ctx: Context, session: Session, d: schema.Deployment, exc: ConfigurationError
-) -> bool:
-    """A release that cannot be compiled (a missing secret) waits with ``configuration`` so it
-    can be fixed in place, and fails with it once the readiness timeout has passed."""
-    keeps = messages.keeps_serving(d.previous_release.name if d.previous_release else None)
-    elapsed = ctx.clock.now() - (d.stage_started_at or d.created_at)
-    if elapsed >= ctx.settings.readiness_timeout:
-        recording.move(
-            session,
-            ctx.clock,
-            d,
-            Trigger.FAIL,
-            blocker=Blocker.CONFIGURATION,
-            message=f"{exc.message}. {keeps}",
-        )
-        return True
-    hint = f" ({exc.hint})" if exc.hint else ""
-    return recording.note(
-        session, ctx.clock, d, blocker=Blocker.CONFIGURATION, message=f"{exc.message}{hint}"
-    )
-
-
-def _failed_call(
-    ctx: Context,
-    session: Session,
-    d: schema.Deployment,
-    state: DeploymentState,
-    error: NebulaError,
-    keeps: str,
-    previous: str | None,
-) -> bool:
-    now = ctx.clock.now()
-    if isinstance(error, UnreachableError):
-        return recording.note(
-            session,
-            ctx.clock,
-            d,
-            blocker=Blocker.DELIVERY,
-            message=f"The cluster cannot be reached ({error.message}); {keeps[0].lower() + keeps[1:]}",
-        )
-    if isinstance(error, PermanentError):
-        blocker = _blocker(error.code) or stages.RETRY_BLOCKER[state]
-        recording.move(
-            session,
-            ctx.clock,
-            d,
-            Trigger.FAIL,
-            blocker=blocker,
-            message=f"{error.message}. {keeps}",
-        )
-        return True
-    if state is S.ACTIVATING:
-        # The API keeps refusing the selector patch: retry until the route-activation timeout.
-        if now - (d.stage_started_at or now) >= ctx.settings.route_activation_timeout:
-            spent = int(ctx.settings.route_activation_timeout.total_seconds())
-            recording.move(
-                session,
-                ctx.clock,
-                d,
-                Trigger.FAIL,
-                blocker=Blocker.ROUTE_ACTIVATION,
-                message=f"The API kept refusing to repoint {d.unit.name} for {spent}s ({error.message}). {keeps}",
-            )
-            return True
-        d.next_attempt_at = now + timedelta(seconds=1)
-        return recording.note(
-            session, ctx.clock, d, blocker=None, message=f"Retrying activation: {error.message}"
-        )
-    d.attempts += 1
-    if state is S.DRAINING:
-        # Traffic has moved: the new release serves. A drain the API refuses is retried
-        # (``stalled`` once the usual retries are spent), never a failure that would say the
-        # previous release keeps serving.
-        d.next_attempt_at = now + timedelta(seconds=min(2 ** (d.attempts - 1), 60))
-        if d.attempts <= MAX_RETRIES:
-            return recording.note(
-                session,
-                ctx.clock,
-                d,
-                blocker=None,
-                message=f"Retrying ({d.attempts}/{MAX_RETRIES}) after: {error.message}",
-            )
-        return recording.note(
-            session,
-            ctx.clock,
-            d,
-            blocker=Blocker.STALLED,
-            message=f"Draining {previous} keeps failing ({error.message}); retrying. "
-            f"{d.release.name} serves.",
-        )
-    if d.attempts > MAX_RETRIES:
-        recording.move(
-            session,
-            ctx.clock,
-            d,
-            Trigger.FAIL,
-            blocker=stages.RETRY_BLOCKER[state],
-            message=f"The cluster kept failing ({error.message}) after {MAX_RETRIES} retries. {keeps}",
-        )
-        return True
-    d.next_attempt_at = now + timedelta(seconds=2 ** (d.attempts - 1))
-    return recording.note(
-        session,
-        ctx.clock,
-        d,
-        blocker=None,
-        message=f"Retrying ({d.attempts}/{MAX_RETRIES}) after: {error.message}",
-    )
-
-
-def _blocker(code: str) -> Blocker | None:
-    try:
-        return Blocker(code)
-    except ValueError:
-        return None

@@ -23,7 +23,7 @@ from sqlalchemy import text
 from notifiers import gathering, keys, outbox
 from reconciler import bootstrap
 from reconciler.clock import FakeClock
-from reconciler.core.states import DecisionChannel
+from reconciler.core.states import DecisionChannel, DeploymentState
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording, requests, ticking
 from reconciler.gitops import deciding
@@ -104,8 +104,29 @@ def test_a_step_that_lands_while_another_replica_cancels_is_dropped(
         row = session.get(schema.Deployment, deployment)
         requests.cancel(session, nebula.ctx.clock, row, "alice")
 
-    _against(nebula, cancel, lambda: ticking.step(nebula.ctx, deployment))
+    # The step has claimed the deployment (a claim skips a row being locked, so it is taken
+    # first) and calls the cluster when the cancel takes the row: its stage waits for the row.
+    owner = "other-replica:1"
+    assert ticking.claim(nebula.ctx, deployment, owner)
+    cluster = nebula.ctx.clusters.simulated()
+    stage = lambda: ticking._stage(nebula.ctx, deployment, owner, DeploymentState.STARTING, cluster)  # noqa: E731
+    assert _against(nebula, cancel, stage) is False
 
+    assert _coherent(nebula, deployment)[-2:] == ["starting", "cancelled"]
+
+
+@ON_POSTGRES
+def test_a_step_skips_a_deployment_another_replica_is_cancelling(
+    nebula_any_db: Nebula, git_repo: GitRepo
+) -> None:
+    nebula = nebula_any_db
+    deployment = _second_release_at(nebula, git_repo, "starting")
+    with nebula.ctx.db.session() as session:
+        row = session.get(schema.Deployment, deployment, with_for_update=True)
+        assert row is not None
+        assert ticking.step(nebula.ctx, deployment) is False, "skipped, not waited for"
+        requests.cancel(session, nebula.ctx.clock, row, "alice")
+        session.commit()
     assert _coherent(nebula, deployment)[-2:] == ["starting", "cancelled"]
 
 

@@ -15,7 +15,7 @@ def test_a_lease_is_respected_until_it_expires(nebula: Nebula, git_repo: GitRepo
     push(nebula, git_repo, app(level="debug"))
     deployment = latest(nebula, "api")["id"]
     hold_at(nebula, deployment, "starting")
-    assert ticking._claim(nebula.ctx, int(deployment), "other-replica:4242")
+    assert ticking.claim(nebula.ctx, int(deployment), "other-replica:4242")
     for _ in range(3):
         tick(nebula)
     assert state_of(nebula, deployment) == "starting"
@@ -32,4 +32,4 @@ def test_a_lease_is_released_after_each_step(nebula: Nebula, git_repo: GitRepo) 
     push(nebula, git_repo, app(level="debug"))
     deployment = latest(nebula, "api")["id"]
     tick(nebula)
-    assert ticking._claim(nebula.ctx, int(deployment), "other-replica:4242")
+    assert ticking.claim(nebula.ctx, int(deployment), "other-replica:4242")
