@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler.admin.members import shown_actor
 from reconciler.clock import utc
 from reconciler.core.states import DeploymentState
 from reconciler.store import schema
@@ -45,7 +46,7 @@ def deployment(d: schema.Deployment) -> dict[str, Any]:
         "state": d.state,
         "blocker": d.blocker,
         "message": d.message,
-        "requested_by": d.requested_by,
+        "requested_by": shown_actor(d.requested_by),
         "image": d.release.image,
         "previous_release": d.previous_release.name if d.previous_release else None,
         "changeset_id": str(d.changeset_id) if d.changeset_id else None,
@@ -59,7 +60,7 @@ def event(e: schema.Event) -> dict[str, Any]:
         "at": iso(e.at),
         "state": e.state,
         "message": e.message,
-        "actor": e.actor,
+        "actor": shown_actor(e.actor),
         "kind": e.kind,
     }
 
@@ -83,7 +84,8 @@ def latest_deployments(session: Session, environment_id: int) -> dict[int, schem
 
 def shown_deployment(d: schema.Deployment | None) -> schema.Deployment | None:
     """What status shows for a unit: its deployment in flight, or the last one if it did not
-    go healthy (so a failure, and what keeps serving, stays visible until the next deploy)."""
+    go healthy (so a failure, a rejection or a cancel, and what keeps serving, stays visible
+    until the next deploy)."""
     if d is None or d.state == DeploymentState.HEALTHY.value:
         return None
     return d
@@ -150,10 +152,13 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
         "project": env.project.slug,
         "environment": env.name,
         "state": c.state,
-        "owner": c.owner,
+        "owner": shown_actor(c.owner),
         "commit": c.commit,
         "author": c.author,
-        "message": c.message,
+        # How it ended (``Replaced by the change set from 1a2b3c4``) once there is an outcome,
+        # else the commit's message; both are also given on their own.
+        "message": c.note or c.message,
+        "commit_message": c.message,
         "note": c.note,
         "approval_id": str(approval.id) if approval else None,
         "created_at": iso(c.created_at),
@@ -182,8 +187,8 @@ def approval(a: schema.Approval) -> dict[str, Any]:
         "target_id": str(a.target_id),
         "kind": a.kind,
         "state": a.state,
-        "requested_by": a.requested_by,
-        "decided_by": a.decided_by,
+        "requested_by": shown_actor(a.requested_by),
+        "decided_by": shown_actor(a.decided_by),
         "decided_via": a.decided_via,
         "rule": a.rule,
         "reason": a.reason,

@@ -23,6 +23,14 @@ def project_actor(slug: str) -> str:
     return f"{PROJECT_REQUESTER}{slug}"
 
 
+def shown_actor(name: str | None) -> str | None:
+    """As users read it: the project's slug when a push asked (the project is the requester);
+    stored with a prefix no member name can take, so it is never taken for a person."""
+    if name is not None and name.startswith(PROJECT_REQUESTER):
+        return name[len(PROJECT_REQUESTER) :]
+    return name
+
+
 def add(
     session: Session, clock: Clock, name: str, role: str, slack_id: str | None = None
 ) -> schema.Member:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from reconciler.clock import Clock
 from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError, NotFoundError, RefusedError
+from reconciler.gitsource import urls
 from reconciler.model.reading import SLUG
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
@@ -44,8 +45,7 @@ def add(
         )
     if find(session, slug) is not None:
         raise RefusedError(f"A project named '{slug}' already exists", code="conflict")
-    if not repo.strip():
-        raise ConfigurationError("--repo is empty", hint="give a git URL or a local path")
+    _check_repo(repo)
     _check_interval(interval)
     project = schema.Project(
         slug=slug,
@@ -60,6 +60,17 @@ def add(
     session.add(project)
     session.flush()
     return project
+
+
+def _check_repo(repo: str) -> None:
+    if not repo.strip():
+        raise ConfigurationError("--repo is empty", hint="give a git URL or a local path")
+    scheme = urls.unsupported_scheme(repo)
+    if scheme is not None:
+        raise ConfigurationError(
+            f"The repository URL {urls.sanitize_url(repo)} uses the unsupported scheme '{scheme}'",
+            hint="use a local path, file://, git://, http(s):// or ssh:// (or user@host:path)",
+        )
 
 
 def _check_interval(interval: timedelta) -> None:
@@ -105,6 +116,7 @@ def set_value(
     elif key == "path":
         project.path = value
     elif key == "repo":
+        _check_repo(value)
         project.repo_url = value
     elif key == "slack_channel":
         project.slack_channel = value or None

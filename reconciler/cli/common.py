@@ -93,6 +93,10 @@ def command(
         name, help=help_text, description=help_text
     )
     parser.set_defaults(func=func)
+    # Also after the command (``nebula status --config F``); unset here, the global one counts.
+    parser.add_argument(
+        "--config", metavar="FILE", default=argparse.SUPPRESS, help="a nebula-server.toml"
+    )
     return parser
 
 

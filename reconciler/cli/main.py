@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -30,8 +32,7 @@ Handler = Callable[[argparse.Namespace], int]
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         """Bad usage: one line on stderr, exit 2 (argparse's own convention, kept explicit)."""
-        self.print_usage(sys.stderr)
-        output.error(message)
+        output.error(f"{message} (see: {self.prog} --help)")
         raise SystemExit(output.EXIT_USAGE)
 
 
@@ -56,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return output.EXIT_USAGE
     try:
-        return func(args)
+        code = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as noise when the interpreter exits
+        return code
     except (RefusedError, UnauthorizedError) as exc:
         output.error(exc.message)
         return output.EXIT_REFUSED
@@ -65,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return output.EXIT_REFUSED
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``nebula status | head``): stop quietly, like other tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

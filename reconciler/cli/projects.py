@@ -119,6 +119,9 @@ def project_set(args: argparse.Namespace) -> int:
 
 def reconcile(args: argparse.Namespace) -> int:
     ctx = common.context(args, git=True)
+    if args.project is not None:
+        with ctx.db.reading() as session:
+            projects.get(session, args.project)  # an unknown slug is an error, not a no-op
     deadline = time.monotonic() + args.timeout
     passes = 0
     total_moved = 0

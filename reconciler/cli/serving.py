@@ -20,7 +20,6 @@ def register(subparsers: common.Subparsers) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
-    p.add_argument("--config", metavar="FILE", help="a nebula-server.toml with settings")
     p.add_argument(
         "--log-level",
         default="info",

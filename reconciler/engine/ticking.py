@@ -87,8 +87,22 @@ def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
     for unit_id in teardown:
         moved += int(removing.teardown(ctx, unit_id))
     with ctx.db.transaction() as session:
-        busy = bool(_work(session, None, limit=1) or _teardowns(session, limit=1))
+        busy = _moving(session) or bool(_teardowns(session, limit=1))
     return moved, busy
+
+
+def _moving(session: Session) -> bool:
+    """Whether a deployment can still move without a person: one held on ``configuration``
+    (its release cannot be compiled until someone runs ``nebula secret set``) cannot, nor can
+    one only waiting for another deployment; whatever that one waits on is counted itself."""
+    held = and_(
+        schema.Deployment.blocker.is_not(None),
+        schema.Deployment.blocker.in_([Blocker.CONFIGURATION.value, Blocker.WAITING.value]),
+    )
+    query = select(schema.Deployment.id).where(_IN_FLIGHT, ~held).limit(1)
+    return session.scalars(query).first() is not None or bool(
+        session.scalars(select(schema.Deployment.id).where(_CLEANUP).limit(1)).first()
+    )
 
 
 # What a step reads of a deployment, in the query that reads it (not one lazy load each).

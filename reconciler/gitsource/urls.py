@@ -52,6 +52,16 @@ _SCHEMES = {
 }
 
 
+def unsupported_scheme(url: str) -> str | None:
+    """The scheme of ``url`` when Nebula cannot fetch over it (``ftp``), else None: checked
+    when a project is registered, so a typo is refused then rather than found by polling."""
+    text = url.strip()
+    if "://" not in text:
+        return None
+    scheme = text.split("://", 1)[0].lower()
+    return None if scheme in _SCHEMES else scheme
+
+
 @dataclass(frozen=True)
 class RemoteUrl:
     """A parsed remote URL; ``raw`` (possibly with credentials) is what libgit2 is given."""

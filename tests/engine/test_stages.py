@@ -72,7 +72,7 @@ def test_first_deploy_walks_every_stage(
         "at": "2026-01-05T12:00:00Z",
         "state": "pending",
         "message": "deploy of api r-1 requested",
-        "actor": "project:shop",
+        "actor": "shop",
         "kind": "deployment",
     }
     assert shown["finished_at"] is not None
@@ -269,6 +269,12 @@ def test_a_secret_never_set_fails_with_configuration(faulty: Nebula, git_repo: G
     deploy_first(nebula, git_repo, app())
     push(nebula, git_repo, app(secret="STRIPE_KEY"))
     nebula.settle()
+    # Held for a person (`nebula secret set`): settling stops there instead of waiting out
+    # the timeout, as `reconcile --until-idle` does.
+    held = show(nebula, latest(nebula, "api")["id"])
+    assert (held["state"], held["blocker"]) == ("admitted", "configuration")
+    nebula.clock.advance(READINESS_TIMEOUT.total_seconds())
+    nebula.settle()
     failed = show(nebula, latest(nebula, "api")["id"])
     assert (failed["state"], failed["blocker"]) == ("failed", "configuration")
     assert failed["message"] == "Secret STRIPE_KEY is not set for shop/staging. r-1 keeps serving."
@@ -318,3 +324,23 @@ def test_an_unreachable_cluster_sets_delivery_and_clears_it_when_back(
     nebula.settle()
     assert show(nebula, deployment)["state"] == "healthy"
     assert nebula.unit("staging", "api")["active_release"] == "r-2"
+
+
+def test_reconcile_until_idle_stops_at_a_deployment_held_for_a_secret(
+    nebula: Nebula, git_repo: GitRepo
+) -> None:
+    """Nothing can move without a person: the held api, and web that deploys after it."""
+    text = app(secret="STRIPE_KEY") + (
+        f'\n[services.web]\nimage = "{API}"\n[services.web.deploy]\ndepends_on = ["api"]\n'
+        '[services.web.processes.web]\ntype = "http"\nport = 8080\n'
+    )
+    git_repo.commit({"nebula.toml": text}, "Payments")
+    nebula.ok(f"project add shop --repo {git_repo.url}")
+    assert nebula.json("reconcile --until-idle --timeout 30")["reconcile"]["passes"] < 10
+    api, web = (nebula.unit("staging", name)["deployment"] for name in ("api", "web"))
+    assert (api["state"], api["blocker"], api["message"]) == (
+        "admitted",
+        "configuration",
+        MISSING_SECRET,
+    )
+    assert (web["state"], web["blocker"]) == ("pending", "waiting")

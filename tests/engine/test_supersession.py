@@ -73,7 +73,7 @@ def test_a_push_supersedes_too(nebula: Nebula, git_repo: GitRepo) -> None:
     push(nebula, git_repo, app(level="warn", release_command=True), "Quieter")
     ended = show(nebula, old)
     assert (ended["state"], ended["message"]) == ("superseded", "Superseded by r-3")
-    assert ended["events"][-1]["actor"] == "project:shop"
+    assert ended["events"][-1]["actor"] == "shop"
     nebula.settle()
     assert nebula.unit("staging", "api")["active_release"] == "r-3"
 

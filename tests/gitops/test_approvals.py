@@ -43,7 +43,7 @@ def test_a_push_to_production_waits_for_one_approval_for_the_change_set(
     [approval] = pending(live)
     assert approval["target"] == "changeset"
     assert approval["kind"] == "changeset"
-    assert approval["requested_by"] == "project:shop"
+    assert approval["requested_by"] == "shop"
     api = live.unit("production", "api")["deployment"]
     assert api["state"] == "awaiting-approval"
     assert api["message"] == "Waiting for approval"
@@ -147,7 +147,7 @@ def test_skip_production_approval_covers_pushes_when_self_approval_is_allowed(
     live.reconcile()
     latest = live.approvals()[-1]
     assert (latest["state"], latest["rule"]) == ("approved", "skip-production-approval")
-    assert latest["requested_by"] == "project:shop"
+    assert latest["requested_by"] == "shop"
 
 
 def test_a_change_set_passes_by_skip_only_when_every_service_has_it(

@@ -27,7 +27,7 @@ def test_first_poll_stages_every_unit_as_a_first_deploy(
     ]
     staging = changesets[0]
     assert staging["commit"] == sha
-    assert staging["owner"] == "project:shop"
+    assert staging["owner"] == "shop"
     assert staging["message"] == "First version"
     assert staging["author"] == "Ada Lovelace <ada@example.com>"
     assert [(line["service"], line["field"], line["before"]) for line in staging["lines"]] == [
@@ -202,6 +202,8 @@ def test_a_newer_push_replaces_the_older_unapplied_change_set(
     old = next(c for c in prods if c["id"] == first_prod["id"])
     assert old["state"] == "discarded"
     assert old["note"] == f"Replaced by the change set from {newer[:7]}"
+    assert old["message"] == old["note"], "the outcome is the change set's message"
+    assert old["commit_message"] != old["note"]
     approval = next(a for a in nebula.approvals() if a["target_id"] == first_prod["id"])
     assert approval["state"] == "cancelled"
     # The newer change set is diffed against the last *applied* file: still first deploys.

@@ -89,7 +89,7 @@ def test_an_approval_by_id(shop: Shop, live: httpx.Client) -> None:
     answer = live.get(f"/api/v1/approvals/{approval_id}").json()
 
     assert answer["approval"]["state"] == "pending"
-    assert answer["approval"]["requested_by"] == "project:shop"
+    assert answer["approval"]["requested_by"] == "shop"
     assert answer["approval"]["target"] == "changeset"
 
 

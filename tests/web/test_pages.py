@@ -37,7 +37,7 @@ def test_the_project_page_shows_each_service_and_the_approval_waiting(
     text = _text(live.get("/projects/shop").text)
 
     assert "Waiting for approval" in text
-    assert "Requested by project:shop" in text
+    assert "Requested by shop 9 s ago" in text  # the project asked (a push)
     assert re.search(
         r"api first_deploy \(none\) registry\.example\.com/shop/api@sha256:a{64}", text
     )
