@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from reconciler.model.positions import Path
-from reconciler.model.problems import Problems
+from reconciler.model.problems import Code, Problems, dotted
 from reconciler.model.reading import Locate, Reader, identity, not_a_table
 
 OVERRIDE_KEYS = (
@@ -42,6 +43,7 @@ def merged(
         not_a_table(problems, over_path, override)
         return base, identity
     Reader(problems, override, over_path, allowed)  # unknown keys, reported at the override
+    override = _known_processes(problems, unit, base, override, over_path)
 
     def locate(path: Path) -> Path:
         """Where ``path`` was written: the override for values it sets, else the base table."""
@@ -58,6 +60,38 @@ def merged(
 
 
 _MISSING = object()
+
+
+def _known_processes(
+    problems: Problems, unit: str, base: dict[str, Any], override: dict[str, Any], at: Path
+) -> dict[str, Any]:
+    """An override that tunes a process the unit does not have (``processes.wbe.replicas``)
+    is a misspelt name: said so, rather than "missing the required key 'type'" for a new
+    process nobody meant to add. A process given its own ``type`` is a new one, and allowed."""
+    processes = override.get("processes")
+    declared = base.get("processes")
+    if not isinstance(processes, dict) or not isinstance(declared, dict):
+        return override
+    unknown = [
+        name
+        for name, value in processes.items()
+        if name not in declared and isinstance(value, dict) and "type" not in value
+    ]
+    for name in unknown:
+        close = difflib.get_close_matches(name, list(declared), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        problems.add(
+            (*at, "processes", name),
+            Code.UNKNOWN_KEY,
+            f"[{dotted((*at, 'processes'))}] overrides the process '{name}', which {unit} does "
+            "not have",
+            f"{hint}its processes: {', '.join(declared)} (a new process needs its own type)",
+            key=True,
+        )
+    if not unknown:
+        return override
+    kept = {k: v for k, v in processes.items() if k not in unknown}
+    return {**override, "processes": kept}
 
 
 def _lookup(table: dict[str, Any], rel: Path) -> Any:

@@ -118,7 +118,9 @@ class _FileReader:
                 self.problems, config, {u: loc for u, (_, loc) in read.items()}
             )
             configs.append(config)
-        if not environments:
+        written = self.top.table.get("environments")
+        if not environments and not (isinstance(written, dict) and written):
+            # (Environments written with invalid names are errors of their own already.)
             self.problems.add(
                 (),
                 Code.NO_ENVIRONMENTS,
@@ -126,6 +128,7 @@ class _FileReader:
                 "add one, e.g. [environments.staging]",
                 severity=Severity.WARNING,
             )
+        if not environments:
             configs = []
         return ProjectFile(
             name, environments, tuple(configs), source=text, warnings=tuple(self.problems.warnings)

@@ -268,3 +268,32 @@ def test_explicit_primary_wins_over_the_default() -> None:
     assert api is not None
     assert [p.name for p in api.processes if p.primary] == ["jobs"]
     assert api.stable_port is None  # the primary is a worker without a port
+
+
+def test_an_override_of_a_process_the_service_does_not_have_names_the_misspelling() -> None:
+    text = BASE + "\n[services.api.environments.production]\nprocesses.wbe.replicas = 4\n"
+    (problem,) = samples.problems(text)
+    assert samples.shown(problem) == (
+        "28:11: [services.api.environments.production.processes] overrides the "
+        "process 'wbe', which api does not have"
+    )
+    assert (
+        problem.hint
+        == "did you mean 'web'? its processes: web, jobs (a new process needs its own type)"
+    )
+    assert problem.code is Code.UNKNOWN_KEY
+
+
+def test_an_override_may_add_a_process_with_its_own_type() -> None:
+    text = BASE + '\n[services.api.environments.production]\nprocesses.extra.type = "worker"\n'
+    production = samples.config(text, "production").service("api")
+    staging = samples.config(text, "staging").service("api")
+    assert production is not None and staging is not None
+    assert [p.name for p in production.processes] == ["web", "jobs", "extra"]
+    assert [p.name for p in staging.processes] == ["web", "jobs"]
+
+
+def test_environments_all_misnamed_are_errors_without_a_no_environments_warning() -> None:
+    assert samples.messages("[environments.Prod_1]\n") == [
+        "1:15: invalid environment name: 'Prod_1' is not a valid environment name"
+    ]
