@@ -138,6 +138,14 @@ def _locked(
     return session.scalars(query).unique().first()
 
 
+def _reread(session: Session, deployment_id: int) -> schema.Deployment | None:
+    """Read again under the row lock, waiting for it: our lease keeps other replicas' steps
+    away, so what can hold it is a request (cancel, supersede) that must be seen, not skipped."""
+    return session.get(
+        schema.Deployment, deployment_id, with_for_update={"of": schema.Deployment}, options=_LOADED
+    )
+
+
 def claim(ctx: Context, deployment_id: int, owner: str) -> bool:
     """Take the deployment's lease in a transaction of its own (what another replica does)."""
     with ctx.db.transaction() as session:
@@ -207,12 +215,7 @@ def _stage(
     except (TransientError, PermanentError) as exc:
         discovery = exc
     with ctx.db.transaction() as session:
-        d = session.get(
-            schema.Deployment,
-            deployment_id,
-            with_for_update={"of": schema.Deployment},
-            options=_LOADED,
-        )
+        d = _reread(session, deployment_id)
         if d is None:
             return False
         if d.state != state.value:
@@ -245,12 +248,7 @@ def _stage(
         # Locked, so a cancel or supersession committing now is seen, never overwritten: on
         # PostgreSQL (READ COMMITTED) a plain read would return the old state, and our UPDATE,
         # once their lock is released, would write over theirs.
-        d = session.get(
-            schema.Deployment,
-            deployment_id,
-            with_for_update={"of": schema.Deployment},
-            options=_LOADED,
-        )
+        d = _reread(session, deployment_id)
         if d is None:
             return False
         _unlease(d, owner)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 RELEASE_PATTERN = r"^r-[0-9]{1,9}$"
@@ -156,7 +156,9 @@ class ChangeSet(Out):
     state: str
     owner: str
     commit: str | None
-    message: str | None
+    message: str | None = Field(description="how it ended once it has, else the commit message")
+    commit_message: str | None
+    note: str | None = Field(description="how it ended (replaced, rejected, expired, refused)")
     lines: list[ChangeSetLine]
 
 
@@ -216,8 +218,12 @@ class Reject(In):
     reason: str | None = Field(default=None, max_length=2000)
 
 
+# ``env`` is accepted too, as the CLI spells the option (``--env``).
+_ENVIRONMENT = AliasChoices("environment", "env")
+
+
 class Rollback(In):
-    environment: str = Field(pattern=NAME_PATTERN)
+    environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
     to: str | None = Field(
         default=None, pattern=RELEASE_PATTERN, description="r-N; default: the previous release"
     )
@@ -229,7 +235,7 @@ class Promote(In):
 
 
 class Redeploy(In):
-    environment: str = Field(pattern=NAME_PATTERN)
+    environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
 
 
 # -- operations ---------------------------------------------------------------------------

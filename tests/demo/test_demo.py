@@ -41,7 +41,9 @@ def test_the_demo_runs_the_main_job_end_to_end_and_cleans_up() -> None:
     # The second push: a variable and an image; production's approval is decided by bob.
     assert re.search(r"staging\s+web\s+r-2\s+healthy", out)
     assert "bob approved approval 2" in out
-    assert re.search(r"production\s+web\s+service\s+r-2\s+registry\.example\.com/webapp/web@sha256:5d41402", out)
+    assert re.search(
+        r"production\s+web\s+service\s+r-2\s+registry\.example\.com/webapp/web@sha256:5d41402", out
+    )
     assert re.search(r"production\s+db\s+database\s+r-1\s+postgres:16", out)
     # Nothing is left: the temporary state directory is gone.
     state = re.search(r"state: (\S+) \(SQLite\)", out)

@@ -43,11 +43,14 @@ def kubeconfig(tmp_path: Path, kube_api: KubeAPI, fault_proxy: FaultProxy) -> Pa
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority": str(ca)}}
-                     for name, (server, ca) in servers.items()],
+        "clusters": [
+            {"name": name, "cluster": {"server": server, "certificate-authority": str(ca)}}
+            for name, (server, ca) in servers.items()
+        ],
         "users": [{"name": "e2e-admin", "user": {"token": kube_api.token}}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": "e2e-admin"}}
-                     for name in servers],
+        "contexts": [
+            {"name": name, "context": {"cluster": name, "user": "e2e-admin"}} for name in servers
+        ],
         "current-context": DIRECT["staging"],
     }
     path = tmp_path / "kubeconfig"

@@ -78,16 +78,20 @@ class KubeNebula:
 
     def units(self) -> dict[tuple[str, str], dict[str, Any]]:
         """(environment, service) -> its entry in ``nebula status --json``."""
-        return {(env["name"], unit["name"]): unit
-                for env in self.status()["environments"] for unit in env["services"]}
+        return {
+            (env["name"], unit["name"]): unit
+            for env in self.status()["environments"]
+            for unit in env["services"]
+        }
 
     def deployments(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = self.json(f"deployments {self.project}")["deployments"]
         return found
 
     def latest(self, service: str, env: str = "staging") -> dict[str, Any]:
-        found = [d for d in self.deployments()
-                 if d["service"] == service and d["environment"] == env]
+        found = [
+            d for d in self.deployments() if d["service"] == service and d["environment"] == env
+        ]
         assert found, f"no deployment of {service} in {env}"
         return max(found, key=lambda d: int(d["id"]))
 
@@ -96,8 +100,11 @@ class KubeNebula:
         return found
 
     def notes(self, deployment_id: str) -> list[str]:
-        return [e["message"] for e in self.show(deployment_id)["events"]
-                if e["kind"] == "deployment.note"]
+        return [
+            e["message"]
+            for e in self.show(deployment_id)["events"]
+            if e["kind"] == "deployment.note"
+        ]
 
     # -- git ---------------------------------------------------------------------------------
 
@@ -136,7 +143,7 @@ class KubeNebula:
         deadline = time.monotonic() + timeout
         while True:
             report = self.tick()
-            if (done() if done is not None else not report.busy):
+            if done() if done is not None else not report.busy:
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"not settled after {timeout:.0f}s: {self._summary()}")
@@ -164,14 +171,18 @@ class KubeNebula:
         """(state, message) of the unit events (teardowns), oldest first."""
         with self.ctx.db.transaction() as session:
             rows = session.scalars(
-                select(schema.Event).where(schema.Event.kind == "unit").order_by(schema.Event.id))
+                select(schema.Event).where(schema.Event.kind == "unit").order_by(schema.Event.id)
+            )
             return [(e.state, e.message) for e in rows]
 
     def _summary(self) -> str:
         return "; ".join(
             f"{d['environment']}/{d['service']} {d['release']} {d['state']}"
-            + (f" [{d['blocker']}]" if d["blocker"] else "") + f": {d['message']}"
-            for d in self.deployments() if d["finished_at"] is None)
+            + (f" [{d['blocker']}]" if d["blocker"] else "")
+            + f": {d['message']}"
+            for d in self.deployments()
+            if d["finished_at"] is None
+        )
 
     # -- crashing ----------------------------------------------------------------------------
 

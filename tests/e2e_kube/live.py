@@ -50,8 +50,9 @@ class Live:
         return None if found["metadata"].get("deletionTimestamp") else found
 
     def items(self, kind: str, selector: str = MANAGED) -> list[JSON]:
-        listed = self.rest.get(APPLIED[kind].format(ns=self.namespace),
-                               query={"labelSelector": selector})
+        listed = self.rest.get(
+            APPLIED[kind].format(ns=self.namespace), query={"labelSelector": selector}
+        )
         return [i for i in listed["items"] if not i["metadata"].get("deletionTimestamp")]
 
     def names(self, kind: str, selector: str = MANAGED) -> set[str]:
@@ -86,21 +87,29 @@ class Live:
                 if (ready or 0) != wanted or status.get("replicas", 0) != wanted:
                     return False
                 # The controller's last word on a rollout that completed.
-                progressing = next((c for c in status.get("conditions") or []
-                                    if c["type"] == "Progressing"), None)
-                if kind == "Deployment" and wanted and (
-                        progressing is None or progressing["reason"] != "NewReplicaSetAvailable"):
+                progressing = next(
+                    (c for c in status.get("conditions") or [] if c["type"] == "Progressing"), None
+                )
+                if (
+                    kind == "Deployment"
+                    and wanted
+                    and (progressing is None or progressing["reason"] != "NewReplicaSetAvailable")
+                ):
                     return False
         return True
 
 
 def owners(obj: JSON, top: str) -> set[str]:
     """The field managers owning part of ``top`` ("spec", "data", "metadata") of ``obj``."""
-    return {e["manager"] for e in obj["metadata"].get("managedFields", [])
-            if f"f:{top}" in (e.get("fieldsV1") or {})}
+    return {
+        e["manager"]
+        for e in obj["metadata"].get("managedFields", [])
+        if f"f:{top}" in (e.get("fieldsV1") or {})
+    }
 
 
 def applies(obj: JSON) -> list[str]:
     """The managers that server-side applied ``obj`` (operation Apply)."""
-    return sorted(e["manager"] for e in obj["metadata"].get("managedFields", [])
-                  if e["operation"] == "Apply")
+    return sorted(
+        e["manager"] for e in obj["metadata"].get("managedFields", []) if e["operation"] == "Apply"
+    )

@@ -20,7 +20,10 @@ BROKEN = projects.image("web", "broken")
 
 
 def test_an_image_that_cannot_be_pulled_fails_and_leaves_the_serving_release_alone(
-    kube_nebula: KubeNebula, git_repo: GitRepo, kubelet: TestKubelet, pod_server: PodServer,
+    kube_nebula: KubeNebula,
+    git_repo: GitRepo,
+    kubelet: TestKubelet,
+    pod_server: PodServer,
     staging: Live,
 ) -> None:
     for good in (projects.WEB, projects.WEB_2):
@@ -39,12 +42,19 @@ def test_an_image_that_cannot_be_pulled_fails_and_leaves_the_serving_release_alo
     failed = kube_nebula.settle_deployment(kube_nebula.latest("web")["id"])
     kube_nebula.settle()  # the failed release's objects are removed
 
-    assert (failed["release"], failed["state"], failed["blocker"]) == ("r-3", "failed", "image-pull")
+    assert (failed["release"], failed["state"], failed["blocker"]) == (
+        "r-3",
+        "failed",
+        "image-pull",
+    )
     assert failed["message"].startswith("ErrImagePull on pod web-r3-"), failed["message"]
     assert failed["message"].endswith(". r-2 keeps serving."), failed["message"]
     web = kube_nebula.units()[("staging", "web")]
     assert (web["active_release"], web["deployment"]["state"], web["deployment"]["blocker"]) == (
-        "r-2", "failed", "image-pull")
+        "r-2",
+        "failed",
+        "image-pull",
+    )
     # Read from the API: what serves was not touched, not even rewritten to the same value.
     after = staging.get("Deployment", "web-r2")
     assert after is not None
@@ -52,8 +62,11 @@ def test_an_image_that_cannot_be_pulled_fails_and_leaves_the_serving_release_alo
     assert after["spec"] == serving["spec"]
     assert staging.get("Service", "web") == stable
     assert stable["spec"]["selector"]["nebula.dev/release"] == "r-2"
-    assert not {n for n in staging.names("Deployment") | staging.names("Service")
-                | staging.names("ConfigMap") if n.startswith("web-r3")}
+    assert not {
+        n
+        for n in staging.names("Deployment") | staging.names("Service") | staging.names("ConfigMap")
+        if n.startswith("web-r3")
+    }
 
     kube_nebula.ok(f"rollback {kube_nebula.project} web --env staging")
     back = kube_nebula.settle_deployment(kube_nebula.latest("web")["id"])

@@ -33,8 +33,9 @@ STAGES = {
 
 
 @pytest.fixture
-def web_on_r1(kube_nebula: KubeNebula, git_repo: GitRepo, kubelet: TestKubelet,
-              pod_server: PodServer) -> KubeNebula:
+def web_on_r1(
+    kube_nebula: KubeNebula, git_repo: GitRepo, kubelet: TestKubelet, pod_server: PodServer
+) -> KubeNebula:
     """web r-1 healthy in staging, deployed through the fault proxy; r-2's image runs too."""
     for image in (projects.WEB, projects.WEB_2):
         kubelet.script(image, Behaviour.RUNNING, serve_port=pod_server.port)
@@ -44,7 +45,11 @@ def web_on_r1(kube_nebula: KubeNebula, git_repo: GitRepo, kubelet: TestKubelet,
 
 @pytest.mark.parametrize("stage", list(STAGES))
 def test_a_request_answered_500_is_retried_three_times_then_fails_with_the_stage_s_blocker(
-    web_on_r1: KubeNebula, git_repo: GitRepo, fault_proxy: FaultProxy, staging: Live, stage: str,
+    web_on_r1: KubeNebula,
+    git_repo: GitRepo,
+    fault_proxy: FaultProxy,
+    staging: Live,
+    stage: str,
 ) -> None:
     nebula = web_on_r1
     method, path, doing, blocker = STAGES[stage]
@@ -58,9 +63,13 @@ def test_a_request_answered_500_is_retried_three_times_then_fails_with_the_stage
 
     error = f"Kubernetes API could not {doing.format(ns=staging.namespace)}: 500 InternalError: injected fault"
     assert (failed["state"], failed["blocker"]) == ("failed", blocker)
-    assert failed["message"] == f"The cluster kept failing ({error}) after 3 retries. r-1 keeps serving."
+    assert (
+        failed["message"]
+        == f"The cluster kept failing ({error}) after 3 retries. r-1 keeps serving."
+    )
     assert [n for n in nebula.notes(deployment) if n.startswith("Retrying")] == [
-        f"Retrying ({n}/3) after: {error}" for n in (1, 2, 3)]
+        f"Retrying ({n}/3) after: {error}" for n in (1, 2, 3)
+    ]
     assert fault_proxy.count(method, path) - before == 4  # the first try and 3 retries
     fault_proxy.clear()
     nebula.settle()
@@ -70,50 +79,68 @@ def test_a_request_answered_500_is_retried_three_times_then_fails_with_the_stage
 
 @pytest.mark.parametrize(("status", "reason"), [(409, "Conflict"), (500, "InternalError")])
 def test_a_selector_patch_refused_past_the_timeout_fails_with_route_activation(
-    web_on_r1: KubeNebula, git_repo: GitRepo, fault_proxy: FaultProxy, staging: Live,
-    status: int, reason: str,
+    web_on_r1: KubeNebula,
+    git_repo: GitRepo,
+    fault_proxy: FaultProxy,
+    staging: Live,
+    status: int,
+    reason: str,
 ) -> None:
     nebula = web_on_r1
     stable = staging.get("Service", "web")
-    refusal = fault_proxy.fail("PATCH", rf"/namespaces/{staging.namespace}/services/web\?",
-                               status=status, times=None)
+    refusal = fault_proxy.fail(
+        "PATCH", rf"/namespaces/{staging.namespace}/services/web\?", status=status, times=None
+    )
     nebula.push(git_repo, projects.web_only(projects.WEB_2), "web 2")
 
     failed = nebula.settle_deployment(nebula.latest("web")["id"])
     nebula.settle()  # r-2's objects are removed
 
     spent = int(ROUTE_ACTIVATION_TIMEOUT.total_seconds())
-    error = (f"Kubernetes API could not apply Service/web in {staging.namespace}: "
-             f"{status} {reason}: injected fault")
+    error = (
+        f"Kubernetes API could not apply Service/web in {staging.namespace}: "
+        f"{status} {reason}: injected fault"
+    )
     assert (failed["state"], failed["blocker"], failed["message"]) == (
-        "failed", "route-activation",
-        f"The API kept refusing to repoint web for {spent}s ({error}). r-1 keeps serving.")
+        "failed",
+        "route-activation",
+        f"The API kept refusing to repoint web for {spent}s ({error}). r-1 keeps serving.",
+    )
     assert refusal.hits >= spent  # retried about every second until the timeout
     assert staging.get("Service", "web") == stable  # still selecting r-1, not even rewritten
     assert staging.names("Deployment") == {"web-r1"}
 
 
 def test_a_selector_patch_forbidden_fails_with_route_activation_at_once(
-    web_on_r1: KubeNebula, git_repo: GitRepo, fault_proxy: FaultProxy, staging: Live,
+    web_on_r1: KubeNebula,
+    git_repo: GitRepo,
+    fault_proxy: FaultProxy,
+    staging: Live,
 ) -> None:
     nebula = web_on_r1
-    refusal = fault_proxy.fail("PATCH", rf"/namespaces/{staging.namespace}/services/web\?",
-                               status=403, times=None)
+    refusal = fault_proxy.fail(
+        "PATCH", rf"/namespaces/{staging.namespace}/services/web\?", status=403, times=None
+    )
     nebula.push(git_repo, projects.web_only(projects.WEB_2), "web 2")
 
     failed = nebula.settle_deployment(nebula.latest("web")["id"])
     nebula.settle()
 
     assert (failed["state"], failed["blocker"], failed["message"]) == (
-        "failed", "route-activation",
+        "failed",
+        "route-activation",
         f"Kubernetes API refused to apply Service/web in {staging.namespace}: "
-        "403 Forbidden: injected fault. r-1 keeps serving.")
+        "403 Forbidden: injected fault. r-1 keeps serving.",
+    )
     assert refusal.hits == 1
     assert staging.selector("web")["nebula.dev/release"] == "r-1"
 
 
 def test_an_unreachable_api_holds_the_deployment_with_delivery_until_it_is_back(
-    web_on_r1: KubeNebula, git_repo: GitRepo, fault_proxy: FaultProxy, staging: Live,
+    web_on_r1: KubeNebula,
+    git_repo: GitRepo,
+    fault_proxy: FaultProxy,
+    staging: Live,
 ) -> None:
     nebula = web_on_r1
     nebula.push(git_repo, projects.web_only(projects.WEB_2), "web 2")
@@ -121,13 +148,15 @@ def test_an_unreachable_api_holds_the_deployment_with_delivery_until_it_is_back(
     nebula.hold_at(deployment, "qualifying")
 
     fault_proxy.unreachable()
-    nebula.settle(lambda: nebula.units()[("staging", "web")]["deployment"]["blocker"] is not None,
-                  timeout=15)
+    nebula.settle(
+        lambda: nebula.units()[("staging", "web")]["deployment"]["blocker"] is not None, timeout=15
+    )
     held = nebula.units()[("staging", "web")]["deployment"]
     assert (held["state"], held["blocker"]) == ("qualifying", "delivery")
     assert held["message"].startswith(
         "The cluster cannot be reached (Kubernetes API could not be reached to read "
-        f"Deployment/web-r2 in {staging.namespace}: "), held["message"]
+        f"Deployment/web-r2 in {staging.namespace}: "
+    ), held["message"]
     assert held["message"].endswith("); r-1 keeps serving."), held["message"]
 
     # A reconciler started meanwhile knows nothing of the server yet (no discovery cached).
@@ -137,8 +166,10 @@ def test_an_unreachable_api_holds_the_deployment_with_delivery_until_it_is_back(
         nebula.tick()
     held = nebula.units()[("staging", "web")]["deployment"]
     assert (held["state"], held["blocker"]) == ("qualifying", "delivery")
-    assert held["message"].startswith("The cluster cannot be reached (Kubernetes API could not "
-                                      "be reached to discover the core API versions: ")
+    assert held["message"].startswith(
+        "The cluster cannot be reached (Kubernetes API could not "
+        "be reached to discover the core API versions: "
+    )
 
     fault_proxy.reachable()
     done = nebula.settle_deployment(deployment)

@@ -19,16 +19,25 @@ pytestmark = pytest.mark.kube
 # What a release of the project puts in each environment's namespace (interfaces.md).
 OBJECTS = {
     ("Namespace", "{ns}"),
-    ("StatefulSet", "db"), ("Service", "db"), ("Secret", "db-credentials"),
-    ("Deployment", "web-r1"), ("Service", "web-r1"), ("ConfigMap", "web-r1-vars"),
+    ("StatefulSet", "db"),
+    ("Service", "db"),
+    ("Secret", "db-credentials"),
+    ("Deployment", "web-r1"),
+    ("Service", "web-r1"),
+    ("ConfigMap", "web-r1-vars"),
     ("Service", "web"),
-    ("Deployment", "worker-r1"), ("ConfigMap", "worker-r1-vars"),
+    ("Deployment", "worker-r1"),
+    ("ConfigMap", "worker-r1-vars"),
 }
 
 
 def test_a_push_goes_healthy_in_two_environments(
-    kube_nebula: KubeNebula, git_repo: GitRepo, kubelet: TestKubelet, pod_server: PodServer,
-    staging: Live, production: Live,
+    kube_nebula: KubeNebula,
+    git_repo: GitRepo,
+    kubelet: TestKubelet,
+    pod_server: PodServer,
+    staging: Live,
+    production: Live,
 ) -> None:
     kubelet.script(projects.WEB, Behaviour.RUNNING, serve_port=pod_server.port)
     kube_nebula.register(git_repo, projects.project(), DIRECT)
@@ -44,11 +53,14 @@ def test_a_push_goes_healthy_in_two_environments(
     assert (status["blocker"], status["commit"]) == (None, git_repo.head())
     everything = {(env, service) for env in DIRECT for service in ("db", "web", "worker")}
     # `status` shows a unit's deployment only while in flight or when it did not go healthy.
-    assert {key: (unit["status"], unit["active_release"], unit["deployment"])
-            for key, unit in kube_nebula.units().items()} == dict.fromkeys(
-        everything, ("active", "r-1", None))
-    assert {(d["environment"], d["service"]): (d["release"], d["state"], d["blocker"])
-            for d in kube_nebula.deployments()} == dict.fromkeys(everything, ("r-1", "healthy", None))
+    assert {
+        key: (unit["status"], unit["active_release"], unit["deployment"])
+        for key, unit in kube_nebula.units().items()
+    } == dict.fromkeys(everything, ("active", "r-1", None))
+    assert {
+        (d["environment"], d["service"]): (d["release"], d["state"], d["blocker"])
+        for d in kube_nebula.deployments()
+    } == dict.fromkeys(everything, ("r-1", "healthy", None))
     # web qualified through the API server's service proxy, which reached "its pod" here.
     assert "/healthz" in pod_server.paths
 
@@ -71,6 +83,12 @@ def test_a_push_goes_healthy_in_two_environments(
             "nebula.dev/process": "web",
         }
         # The stable Service selects what the release's own Service selects: r-1's pods.
-        assert live.selector("web") == live.selector("web-r1") == {
-            "nebula.dev/service": "web", "nebula.dev/process": "web", "nebula.dev/release": "r-1",
-        }
+        assert (
+            live.selector("web")
+            == live.selector("web-r1")
+            == {
+                "nebula.dev/service": "web",
+                "nebula.dev/process": "web",
+                "nebula.dev/release": "r-1",
+            }
+        )

@@ -26,7 +26,10 @@ CRASHES = [
 
 
 def test_stages_replayed_after_a_crash_change_no_resource_version(
-    kube_nebula: KubeNebula, git_repo: GitRepo, kubelet: TestKubelet, pod_server: PodServer,
+    kube_nebula: KubeNebula,
+    git_repo: GitRepo,
+    kubelet: TestKubelet,
+    pod_server: PodServer,
     staging: Live,
 ) -> None:
     kubelet.script(projects.WEB, Behaviour.RUNNING, serve_port=pod_server.port)

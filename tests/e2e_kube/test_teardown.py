@@ -24,8 +24,12 @@ def worker_objects(live: Live) -> set[tuple[str, str]]:
 
 
 def test_a_removed_service_is_torn_down_once_the_api_is_reachable_and_only_once(
-    kube_nebula: KubeNebula, git_repo: GitRepo, kubelet: TestKubelet, pod_server: PodServer,
-    fault_proxy: FaultProxy, staging: Live,
+    kube_nebula: KubeNebula,
+    git_repo: GitRepo,
+    kubelet: TestKubelet,
+    pod_server: PodServer,
+    fault_proxy: FaultProxy,
+    staging: Live,
 ) -> None:
     kubelet.script(projects.WEB, Behaviour.RUNNING, serve_port=pod_server.port)
     both = projects.project(database=False, environments=("staging",))
@@ -36,8 +40,11 @@ def test_a_removed_service_is_torn_down_once_the_api_is_reachable_and_only_once(
     web = {key: version for key, version in web.items() if not key[1].startswith("worker")}
 
     fault_proxy.unreachable()
-    kube_nebula.push(git_repo, projects.project(worker=None, database=False,
-                                                environments=("staging",)), "Remove the worker")
+    kube_nebula.push(
+        git_repo,
+        projects.project(worker=None, database=False, environments=("staging",)),
+        "Remove the worker",
+    )
     for _ in range(3):
         kube_nebula.tick()
 
@@ -58,5 +65,6 @@ def test_a_removed_service_is_torn_down_once_the_api_is_reachable_and_only_once(
         ("pending-teardown", "worker removed from nebula.toml: tearing it down"),
         ("removed", "worker torn down (already clean)"),
     ]
-    assert {key: version for key, version in staging.versions().items()
-            if key[1].startswith("web")} == web  # web untouched
+    assert {
+        key: version for key, version in staging.versions().items() if key[1].startswith("web")
+    } == web  # web untouched

@@ -30,11 +30,29 @@ from tests.infra.certs import self_signed
 if TYPE_CHECKING:
     import kubernetes.client
 
-REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
-           410: "Expired", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError",
-           503: "ServiceUnavailable", 504: "Timeout"}
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-              "trailer", "transfer-encoding", "upgrade", "host"}
+REASONS = {
+    400: "BadRequest",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+}
 
 
 @dataclass
@@ -96,8 +114,14 @@ class FaultProxy:
 
     # -- scripting faults --------------------------------------------------------------------
 
-    def fail(self, method: str, path: str, status: int = 500, times: int | None = 1,
-             message: str = "injected fault") -> Rule:
+    def fail(
+        self,
+        method: str,
+        path: str,
+        status: int = 500,
+        times: int | None = 1,
+        message: str = "injected fault",
+    ) -> Rule:
         """Answer matching requests with `status` (a Kubernetes Status body)."""
         return self._add(Rule(method.upper(), re.compile(path), status, times, message))
 
@@ -124,8 +148,11 @@ class FaultProxy:
         """How many requests the proxy saw matching method and path regex, whatever happened."""
         pattern = re.compile(path)
         with self._lock:
-            return sum(1 for s in self.seen
-                       if method.upper() in ("*", s.method) and pattern.search(s.target))
+            return sum(
+                1
+                for s in self.seen
+                if method.upper() in ("*", s.method) and pattern.search(s.target)
+            )
 
     # -- reachability ------------------------------------------------------------------------
 
@@ -160,8 +187,9 @@ class FaultProxy:
         server.proxy = self
         self.port = server.server_address[1]
         self._server = server
-        threading.Thread(target=server.serve_forever, args=(0.05,), name="fault-proxy",
-                         daemon=True).start()
+        threading.Thread(
+            target=server.serve_forever, args=(0.05,), name="fault-proxy", daemon=True
+        ).start()
 
     def close(self) -> None:
         self.clear()
@@ -189,8 +217,9 @@ class FaultProxy:
                 self._connections.discard(conn)
 
     def _upstream(self) -> http.client.HTTPSConnection:
-        conn = http.client.HTTPSConnection(self.upstream_host, self.upstream_port,
-                                           context=self._upstream_context, timeout=60)
+        conn = http.client.HTTPSConnection(
+            self.upstream_host, self.upstream_port, context=self._upstream_context, timeout=60
+        )
         with self._lock:
             self._upstreams.add(conn)
         return conn
@@ -280,8 +309,12 @@ class _Handler(BaseHTTPRequestHandler):
                         self._conn.putheader(name, value)
                 self._conn.endheaders(body)
                 return self._conn.getresponse()
-            except (ConnectionError, http.client.RemoteDisconnected,
-                    http.client.CannotSendRequest, http.client.ResponseNotReady):
+            except (
+                ConnectionError,
+                http.client.RemoteDisconnected,
+                http.client.CannotSendRequest,
+                http.client.ResponseNotReady,
+            ):
                 self.server.proxy._release(self._conn)
                 self._conn = None
                 if attempt:
@@ -315,10 +348,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._conn = None
 
     def _answer(self, status: int, message: str) -> None:
-        body = json.dumps({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": REASONS.get(status, "InternalError"), "code": status,
-        }).encode()
+        body = json.dumps(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": message,
+                "reason": REASONS.get(status, "InternalError"),
+                "code": status,
+            }
+        ).encode()
         self.send_response_only(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -55,8 +55,14 @@ class _Pod:
 class TestKubelet:
     __test__ = False  # not a test class, whatever pytest thinks of the name
 
-    def __init__(self, rest: KubeRest, network: PodNetwork, workdir: Path,
-                 node_name: str = "test-node", tick: float = 0.1) -> None:
+    def __init__(
+        self,
+        rest: KubeRest,
+        network: PodNetwork,
+        workdir: Path,
+        node_name: str = "test-node",
+        tick: float = 0.1,
+    ) -> None:
         self.rest = rest
         self.network = network
         self.node_name = node_name
@@ -75,8 +81,9 @@ class TestKubelet:
 
     # -- the per-test script ----------------------------------------------------------------
 
-    def script(self, image: str, behaviour: Behaviour | str = Behaviour.RUNNING,
-               **options: Any) -> None:
+    def script(
+        self, image: str, behaviour: Behaviour | str = Behaviour.RUNNING, **options: Any
+    ) -> None:
         """Pods whose first scripted container runs `image` behave as told from now on.
 
         options: start_after, finish_after, restart_every, logs, serve_port (see Script).
@@ -131,26 +138,40 @@ class TestKubelet:
         node = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": self.node_name, "labels": {
-                "kubernetes.io/hostname": self.node_name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-            }},
+            "metadata": {
+                "name": self.node_name,
+                "labels": {
+                    "kubernetes.io/hostname": self.node_name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                },
+            },
             "status": {
                 "capacity": CAPACITY,
                 "allocatable": CAPACITY,
-                "conditions": [{
-                    "type": "Ready", "status": "True", "reason": "KubeletReady",
-                    "message": "test kubelet is posting ready status",
-                    "lastHeartbeatTime": _now(), "lastTransitionTime": _now(),
-                }],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "test kubelet is posting ready status",
+                        "lastHeartbeatTime": _now(),
+                        "lastTransitionTime": _now(),
+                    }
+                ],
                 "addresses": [{"type": "InternalIP", "address": self.node_ip}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
                 "nodeInfo": {
-                    "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
-                    "osImage": "test kubelet", "containerRuntimeVersion": "containerd://1.4.0",
-                    "kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2",
-                    "operatingSystem": "linux", "architecture": "amd64",
+                    "machineID": "",
+                    "systemUUID": "",
+                    "bootID": "",
+                    "kernelVersion": "",
+                    "osImage": "test kubelet",
+                    "containerRuntimeVersion": "containerd://1.4.0",
+                    "kubeletVersion": "v1.20.2",
+                    "kubeProxyVersion": "v1.20.2",
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
                 },
             },
         }
@@ -167,8 +188,9 @@ class TestKubelet:
 
     def _logs_of(self, namespace: str, pod: str, container: str) -> str | None:
         with self._lock:
-            record = next((p for p in self._pods.values()
-                           if p.namespace == namespace and p.name == pod), None)
+            record = next(
+                (p for p in self._pods.values() if p.namespace == namespace and p.name == pod), None
+            )
         if record is None or container not in record.images:
             return None
         image = record.images[container]
@@ -231,20 +253,35 @@ class TestKubelet:
         script = self._script_for(list(record.images.values()))
         if script.behaviour is Behaviour.UNSCHEDULABLE:
             if "FailedScheduling" not in record.events:
-                self.rest.patch(f"{path}/status", {"status": podstatus.unschedulable_status(_now())})
-                self._event(pod, "FailedScheduling", podstatus.UNSCHEDULABLE_MESSAGE,
-                            "Warning", "default-scheduler")
+                self.rest.patch(
+                    f"{path}/status", {"status": podstatus.unschedulable_status(_now())}
+                )
+                self._event(
+                    pod,
+                    "FailedScheduling",
+                    podstatus.UNSCHEDULABLE_MESSAGE,
+                    "Warning",
+                    "default-scheduler",
+                )
             return
-        self.rest.post(f"{path}/binding", {
-            "apiVersion": "v1", "kind": "Binding",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": self.node_name},
-        })
+        self.rest.post(
+            f"{path}/binding",
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": self.node_name},
+            },
+        )
         record.bound_at = time.monotonic()
         record.started_at = _now()
-        self._event(pod, "Scheduled",
-                    f"Successfully assigned {meta['namespace']}/{meta['name']} to {self.node_name}",
-                    "Normal", "default-scheduler")
+        self._event(
+            pod,
+            "Scheduled",
+            f"Successfully assigned {meta['namespace']}/{meta['name']} to {self.node_name}",
+            "Normal",
+            "default-scheduler",
+        )
 
     def _report(self, pod: JSON) -> None:
         record = self._record(pod)
@@ -262,11 +299,13 @@ class TestKubelet:
             return
         if not record.ip:
             record.ip = self.network.allocate_ip()
-        status = podstatus.pod_status(reported, pod, record.ip, self.node_ip, _now(),
-                                      record.started_at)
+        status = podstatus.pod_status(
+            reported, pod, record.ip, self.node_ip, _now(), record.started_at
+        )
         meta = pod["metadata"]
-        self.rest.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
-                        {"status": status})
+        self.rest.patch(
+            f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status", {"status": status}
+        )
         record.last = reported
         self._events_for(pod, record, reported)
         if script.serve_port is not None and reported.phase == "Running" and not record.routes:
@@ -281,8 +320,13 @@ class TestKubelet:
             if kind != "waiting" or reason in record.events:
                 continue
             if reason == "ErrImagePull":
-                self._event(pod, "Failed", f"Failed to pull image: {fields['message']}",
-                            "Warning", "kubelet")
+                self._event(
+                    pod,
+                    "Failed",
+                    f"Failed to pull image: {fields['message']}",
+                    "Warning",
+                    "kubelet",
+                )
             elif reason in ("ImagePullBackOff", "CrashLoopBackOff"):
                 message = fields["message"]
                 if reason == "CrashLoopBackOff":
@@ -293,28 +337,47 @@ class TestKubelet:
     def _event(self, pod: JSON, reason: str, message: str, kind: str, component: str) -> None:
         meta = pod["metadata"]
         now = _now()
-        self.rest.post(f"/api/v1/namespaces/{meta['namespace']}/events", {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{secrets.token_hex(8)}",
-                         "namespace": meta["namespace"]},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
-                               "namespace": meta["namespace"], "uid": meta["uid"]},
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "source": {"component": component,
-                       **({"host": self.node_name} if component == "kubelet" else {})},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        })
+        self.rest.post(
+            f"/api/v1/namespaces/{meta['namespace']}/events",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{meta['name']}.{secrets.token_hex(8)}",
+                    "namespace": meta["namespace"],
+                },
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "uid": meta["uid"],
+                },
+                "reason": reason,
+                "message": message,
+                "type": kind,
+                "source": {
+                    "component": component,
+                    **({"host": self.node_name} if component == "kubelet" else {}),
+                },
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            },
+        )
         self._record(pod).events.add(reason)
 
     def _let_go(self, pod: JSON) -> None:
         """A bound pod marked for deletion is removed once 'its containers stopped'."""
         meta = pod["metadata"]
         with contextlib.suppress(KubeRestError):
-            self.rest.request("DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
-                              {"apiVersion": "v1", "kind": "DeleteOptions",
-                               "gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
+            self.rest.request(
+                "DELETE",
+                f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                {
+                    "apiVersion": "v1",
+                    "kind": "DeleteOptions",
+                    "gracePeriodSeconds": 0,
+                    "preconditions": {"uid": meta["uid"]},
+                },
+            )

@@ -64,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         tail = parse_qs(url.query).get("tailLines")
         if tail:
-            text = "".join(text.splitlines(keepends=True)[-int(tail[0]):])
+            text = "".join(text.splitlines(keepends=True)[-int(tail[0]) :])
         body = text.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
@@ -83,6 +83,7 @@ def serve_logs(workdir: Path, lookup: LogLookup) -> LogServer:
     server = LogServer(("127.0.0.1", 0), _Handler)
     server.lookup = lookup
     server.context = context
-    threading.Thread(target=server.serve_forever, args=(0.1,), name="kubelet-logs",
-                     daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, args=(0.1,), name="kubelet-logs", daemon=True
+    ).start()
     return server

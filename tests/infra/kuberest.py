@@ -67,9 +67,14 @@ class KubeRest:
             conn.close()
             self._local.conn = None
 
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = "application/json",
-                query: dict[str, str] | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+    ) -> Any:
         if query:
             path = f"{path}?{urllib.parse.urlencode(query)}"
         headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
@@ -84,8 +89,12 @@ class KubeRest:
                 response = conn.getresponse()
                 data = response.read()
                 break
-            except (ConnectionError, http.client.RemoteDisconnected,
-                    http.client.CannotSendRequest, http.client.BadStatusLine):
+            except (
+                ConnectionError,
+                http.client.RemoteDisconnected,
+                http.client.CannotSendRequest,
+                http.client.BadStatusLine,
+            ):
                 # A kept-alive connection the server has since closed; one fresh retry.
                 if attempt:
                     raise
@@ -106,8 +115,13 @@ class KubeRest:
     def put(self, path: str, body: Any) -> Any:
         return self.request("PUT", path, body)
 
-    def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH,
-              query: dict[str, str] | None = None) -> Any:
+    def patch(
+        self,
+        path: str,
+        body: Any,
+        content_type: str = MERGE_PATCH,
+        query: dict[str, str] | None = None,
+    ) -> Any:
         return self.request("PATCH", path, body, content_type=content_type, query=query)
 
     def delete(self, path: str, query: dict[str, str] | None = None) -> Any:

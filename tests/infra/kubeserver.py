@@ -43,7 +43,9 @@ def find_binaries() -> dict[str, Path]:
     found = {name: bin_dir / name for name in ("kube-apiserver", "kube-controller-manager")}
     missing = [str(p) for p in found.values() if not os.access(p, os.X_OK)]
     if missing:
-        raise StartError(f"Kubernetes binaries not built: {', '.join(missing)} missing; {BUILD_HINT}")
+        raise StartError(
+            f"Kubernetes binaries not built: {', '.join(missing)} missing; {BUILD_HINT}"
+        )
     etcd = shutil.which("etcd")
     if etcd is None:
         raise StartError("etcd not found on PATH; install Debian's etcd-server")
@@ -55,11 +57,13 @@ def write_kubeconfig(path: Path, server: str, ca_path: Path, token: str, context
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": context, "cluster": {
-            "server": server, "certificate-authority": str(ca_path)}}],
+        "clusters": [
+            {"name": context, "cluster": {"server": server, "certificate-authority": str(ca_path)}}
+        ],
         "users": [{"name": f"{context}-admin", "user": {"token": token}}],
-        "contexts": [{"name": context, "context": {
-            "cluster": context, "user": f"{context}-admin"}}],
+        "contexts": [
+            {"name": context, "context": {"cluster": context, "user": f"{context}-admin"}}
+        ],
         "current-context": context,
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -97,8 +101,11 @@ def client_from_kubeconfig(path: Path, context: str) -> kubernetes.client.ApiCli
             self.rest_client.close()
 
     configuration = client.Configuration()
-    config.load_kube_config(config_file=str(path), context=context,  # type: ignore[no-untyped-call]
-                            client_configuration=configuration)
+    config.load_kube_config(
+        config_file=str(path),
+        context=context,  # type: ignore[no-untyped-call]
+        client_configuration=configuration,
+    )
     return ClosingApiClient(configuration=configuration)
 
 
@@ -122,51 +129,74 @@ class ControlPlane:
 
     def _start(self) -> KubeAPI:
         work = self.workdir
-        etcd = Process("etcd", [
-            str(self.binaries["etcd"]),
-            "--name", "nebula-test",
-            "--data-dir", str(work / "etcd"),
-            "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-            "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-            "--listen-peer-urls", f"http://127.0.0.1:{free_port()}",
-            "--log-level", "warn",
-        ], work / "etcd.log")
+        etcd = Process(
+            "etcd",
+            [
+                str(self.binaries["etcd"]),
+                "--name",
+                "nebula-test",
+                "--data-dir",
+                str(work / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{free_port()}",
+                "--log-level",
+                "warn",
+            ],
+            work / "etcd.log",
+        )
         self.processes.append(etcd)
         etcd.start()
         etcd.wait_ready(lambda: _etcd_healthy(self.etcd_port), 30)
 
         (work / "tokens.csv").write_text(f"{self.token},admin,admin-uid,system:masters\n")
         rsa_key_files(work / "sa.key", work / "sa.pub")
-        (work / "egress.yaml").write_text(yaml.safe_dump({
-            "apiVersion": "apiserver.k8s.io/v1beta1",
-            "kind": "EgressSelectorConfiguration",
-            "egressSelections": [{"name": "cluster", "connection": {
-                "proxyProtocol": "HTTPConnect",
-                "transport": {"uds": {"udsName": str(self.network.socket_path)}},
-            }}],
-        }))
+        (work / "egress.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "apiserver.k8s.io/v1beta1",
+                    "kind": "EgressSelectorConfiguration",
+                    "egressSelections": [
+                        {
+                            "name": "cluster",
+                            "connection": {
+                                "proxyProtocol": "HTTPConnect",
+                                "transport": {"uds": {"udsName": str(self.network.socket_path)}},
+                            },
+                        }
+                    ],
+                }
+            )
+        )
         certs = work / "certs"
-        apiserver = Process("kube-apiserver", [
-            str(self.binaries["kube-apiserver"]),
-            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--insecure-port=0",
-            f"--secure-port={self.api_port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--cert-dir={certs}",
-            f"--token-auth-file={work / 'tokens.csv'}",
-            "--authorization-mode=AlwaysAllow",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={work / 'sa.pub'}",
-            f"--service-account-signing-key-file={work / 'sa.key'}",
-            "--service-cluster-ip-range=10.96.0.0/16",
-            "--disable-admission-plugins=ServiceAccount",
-            f"--egress-selector-config-file={work / 'egress.yaml'}",
-            "--kubelet-preferred-address-types=InternalIP",
-            # Its own endpoint (127.0.0.1) is refused by Endpoints validation; nothing needs it.
-            "--endpoint-reconciler-type=none",
-            "--profiling=false",
-        ], work / "kube-apiserver.log")
+        apiserver = Process(
+            "kube-apiserver",
+            [
+                str(self.binaries["kube-apiserver"]),
+                f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+                "--insecure-port=0",
+                f"--secure-port={self.api_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--cert-dir={certs}",
+                f"--token-auth-file={work / 'tokens.csv'}",
+                "--authorization-mode=AlwaysAllow",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={work / 'sa.pub'}",
+                f"--service-account-signing-key-file={work / 'sa.key'}",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--disable-admission-plugins=ServiceAccount",
+                f"--egress-selector-config-file={work / 'egress.yaml'}",
+                "--kubelet-preferred-address-types=InternalIP",
+                # Its own endpoint (127.0.0.1) is refused by Endpoints validation; nothing needs it.
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+            ],
+            work / "kube-apiserver.log",
+        )
         self.processes.append(apiserver)
         apiserver.start()
         server = f"https://127.0.0.1:{self.api_port}"
@@ -195,18 +225,22 @@ class ControlPlane:
 
         kubeconfig = work / "kubeconfig"
         write_kubeconfig(kubeconfig, server, ca_path, self.token, CONTEXT)
-        manager = Process("kube-controller-manager", [
-            str(self.binaries["kube-controller-manager"]),
-            f"--kubeconfig={kubeconfig}",
-            "--leader-elect=false",
-            "--port=0",
-            "--secure-port=0",
-            # No kubelet posts heartbeats, so the node lifecycle controller would evict.
-            "--controllers=*,-nodelifecycle",
-            "--kube-api-qps=200",
-            "--kube-api-burst=400",
-            "--profiling=false",
-        ], work / "kube-controller-manager.log")
+        manager = Process(
+            "kube-controller-manager",
+            [
+                str(self.binaries["kube-controller-manager"]),
+                f"--kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--port=0",
+                "--secure-port=0",
+                # No kubelet posts heartbeats, so the node lifecycle controller would evict.
+                "--controllers=*,-nodelifecycle",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+                "--profiling=false",
+            ],
+            work / "kube-controller-manager.log",
+        )
         self.processes.append(manager)
         manager.start()
         # The service account controller creating `default` proves the controllers run.

@@ -73,13 +73,18 @@ def report(script: Script, elapsed: float, images: list[str]) -> Reported:
         return Reported("Running", False, (running,) * n, 0, None, "ContainersNotReady")
     if b is Behaviour.CRASH_LOOP:
         restarts = 1 + int((elapsed - script.start_after) / script.restart_every)
-        waiting: tuple[str, JSON] = ("waiting", {"reason": "CrashLoopBackOff",
-                               "message": "back-off 10s restarting failed container"})
+        waiting: tuple[str, JSON] = (
+            "waiting",
+            {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container"},
+        )
         return Reported("Running", False, (waiting,) * n, restarts, 1, "ContainersNotReady")
     if elapsed < script.start_after + script.finish_after:
         return Reported("Running", True, (running,) * n, 0, None, "")
     code = 0 if b is Behaviour.SUCCEED else 1
-    done: tuple[str, JSON] = ("terminated", {"exitCode": code, "reason": "Completed" if code == 0 else "Error"})
+    done: tuple[str, JSON] = (
+        "terminated",
+        {"exitCode": code, "reason": "Completed" if code == 0 else "Error"},
+    )
     phase = "Succeeded" if code == 0 else "Failed"
     return Reported(phase, False, (done,) * n, 0, None, "PodCompleted")
 
@@ -89,13 +94,14 @@ def _pull_failure(image: str, backoff: bool) -> JSON:
         return {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
     return {
         "reason": "ErrImagePull",
-        "message": f'rpc error: code = NotFound desc = failed to pull and unpack image '
-                   f'"{image}": not found',
+        "message": f"rpc error: code = NotFound desc = failed to pull and unpack image "
+        f'"{image}": not found',
     }
 
 
-def pod_status(reported: Reported, pod: JSON, pod_ip: str, host_ip: str, now: str,
-               started_at: str) -> JSON:
+def pod_status(
+    reported: Reported, pod: JSON, pod_ip: str, host_ip: str, now: str, started_at: str
+) -> JSON:
     """The full status body for `reported`, stamped with `now` where state changed."""
     containers = pod["spec"]["containers"]
     statuses = []
@@ -107,8 +113,14 @@ def pod_status(reported: Reported, pod: JSON, pod_ip: str, host_ip: str, now: st
             state[kind].update(startedAt=started_at, finishedAt=now)
         last_state: JSON = {}
         if reported.last_exit is not None:
-            last_state = {"terminated": {"exitCode": reported.last_exit, "reason": "Error",
-                                         "startedAt": started_at, "finishedAt": now}}
+            last_state = {
+                "terminated": {
+                    "exitCode": reported.last_exit,
+                    "reason": "Error",
+                    "startedAt": started_at,
+                    "finishedAt": now,
+                }
+            }
         image = container["image"]
         status: JSON = {
             "name": container["name"],
@@ -151,11 +163,13 @@ def pod_status(reported: Reported, pod: JSON, pod_ip: str, host_ip: str, now: st
 def unschedulable_status(now: str) -> JSON:
     return {
         "phase": "Pending",
-        "conditions": [{
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": UNSCHEDULABLE_MESSAGE,
-            "lastTransitionTime": now,
-        }],
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": UNSCHEDULABLE_MESSAGE,
+                "lastTransitionTime": now,
+            }
+        ],
     }

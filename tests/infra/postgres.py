@@ -24,11 +24,14 @@ USER = "nebula"
 
 
 def find_bindir() -> Path:
-    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
-                        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
     if not candidates:
-        raise StartError("no PostgreSQL server binaries under /usr/lib/postgresql "
-                         "(apt-get install postgresql)")
+        raise StartError(
+            "no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)"
+        )
     return candidates[-1].parent
 
 
@@ -44,8 +47,10 @@ class PostgresServer:
 
                 owner = pwd.getpwnam("postgres")
             except KeyError as exc:
-                raise StartError("running as root and there is no `postgres` user to run "
-                                 "the server as (PostgreSQL refuses root)") from exc
+                raise StartError(
+                    "running as root and there is no `postgres` user to run "
+                    "the server as (PostgreSQL refuses root)"
+                ) from exc
             self._as_user = ["runuser", "-u", "postgres", "--"]
         self.root = Path(tempfile.mkdtemp(prefix="nebula-pg-"))
         self.data = self.root / "data"
@@ -66,22 +71,33 @@ class PostgresServer:
     def _run(self, *argv: str, timeout: float = 120) -> None:
         command = [*self._as_user, *argv]
         try:
-            subprocess.run(command, check=True, capture_output=True, timeout=timeout,
-                           cwd=self.root)
+            subprocess.run(command, check=True, capture_output=True, timeout=timeout, cwd=self.root)
         except subprocess.CalledProcessError as exc:
             output = (exc.stdout + exc.stderr).decode(errors="replace").strip()
-            raise StartError(f"{Path(argv[0]).name} failed ({exc.returncode}): {output}\n"
-                             f"{log_tail(self.log_path)}") from exc
+            raise StartError(
+                f"{Path(argv[0]).name} failed ({exc.returncode}): {output}\n"
+                f"{log_tail(self.log_path)}"
+            ) from exc
         except subprocess.TimeoutExpired as exc:
-            raise StartError(f"{Path(argv[0]).name} timed out after {timeout:.0f}s:\n"
-                             f"{log_tail(self.log_path)}") from exc
+            raise StartError(
+                f"{Path(argv[0]).name} timed out after {timeout:.0f}s:\n{log_tail(self.log_path)}"
+            ) from exc
 
     def start(self) -> None:
         fresh = not (self.data / "PG_VERSION").exists()
         if fresh:
             self._initdb()
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_path),
-                  "-w", "-t", "60", "start")
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log_path),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         if fresh:
             self.create_database(USER)
 
@@ -94,9 +110,20 @@ class PostgresServer:
             owner = pwd.getpwnam("postgres")
             os.chown(pwfile, owner.pw_uid, owner.pw_gid)
         pwfile.chmod(0o600)
-        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-U", USER,
-                  f"--pwfile={pwfile}", "--auth-local=trust", "--auth-host=scram-sha-256",
-                  "-E", "UTF8", "--locale=C", "--no-sync")
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            USER,
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         pwfile.unlink()
         settings = {
             "listen_addresses": "'127.0.0.1'",
@@ -130,9 +157,15 @@ class PostgresServer:
             self.start()
 
     def _admin(self) -> psycopg.Connection[tuple[Any, ...]]:
-        return psycopg.connect(host="127.0.0.1", port=self.port, user=USER,
-                               password=self.password, dbname="postgres", autocommit=True,
-                               connect_timeout=10)
+        return psycopg.connect(
+            host="127.0.0.1",
+            port=self.port,
+            user=USER,
+            password=self.password,
+            dbname="postgres",
+            autocommit=True,
+            connect_timeout=10,
+        )
 
     def create_database(self, name: str) -> str:
         with self._admin() as conn:

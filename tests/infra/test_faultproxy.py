@@ -28,8 +28,9 @@ def names(config_maps: client.V1ConfigMapList) -> list[str]:
     return [c.metadata.name for c in config_maps.items if c.metadata.name != "kube-root-ca.crt"]
 
 
-def test_scripted_500_then_pass_through(fault_proxy: FaultProxy, core: client.CoreV1Api,
-                                        kube_namespace: str) -> None:
+def test_scripted_500_then_pass_through(
+    fault_proxy: FaultProxy, core: client.CoreV1Api, kube_namespace: str
+) -> None:
     rule = fault_proxy.fail("GET", rf"/namespaces/{kube_namespace}/configmaps", status=500)
 
     with pytest.raises(client.ApiException) as failure:
@@ -45,8 +46,7 @@ def test_scripted_500_then_pass_through(fault_proxy: FaultProxy, core: client.Co
 
 @pytest.mark.parametrize(("status", "reason"), [(409, "Conflict"), (403, "Forbidden")])
 def test_scripted_status_repeats_as_many_times_as_asked(
-    fault_proxy: FaultProxy, core: client.CoreV1Api, kube_namespace: str, status: int,
-    reason: str
+    fault_proxy: FaultProxy, core: client.CoreV1Api, kube_namespace: str, status: int, reason: str
 ) -> None:
     body = {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}
     core.create_namespaced_service(kube_namespace, body)
@@ -63,8 +63,9 @@ def test_scripted_status_repeats_as_many_times_as_asked(
     assert rule.hits == 2
 
 
-def test_hang_times_the_client_out_until_cleared(fault_proxy: FaultProxy, core: client.CoreV1Api,
-                                                 kube_namespace: str) -> None:
+def test_hang_times_the_client_out_until_cleared(
+    fault_proxy: FaultProxy, core: client.CoreV1Api, kube_namespace: str
+) -> None:
     fault_proxy.hang("GET", r"/configmaps", times=None, seconds=20)
 
     with pytest.raises(urllib3.exceptions.HTTPError, match="Read timed out"):
@@ -87,13 +88,15 @@ def test_unreachable_refuses_connections_until_reachable(
     assert names(core.list_namespaced_config_map(kube_namespace, _request_timeout=5)) == []
 
 
-def test_watches_stream_through_the_proxy(fault_proxy: FaultProxy, core: client.CoreV1Api,
-                                          kube_api: KubeAPI, kube_namespace: str) -> None:
+def test_watches_stream_through_the_proxy(
+    fault_proxy: FaultProxy, core: client.CoreV1Api, kube_api: KubeAPI, kube_namespace: str
+) -> None:
     seen: list[tuple[str, str]] = []
 
     def follow() -> None:
-        stream = watch.Watch().stream(core.list_namespaced_config_map, kube_namespace,
-                                      timeout_seconds=10)
+        stream = watch.Watch().stream(
+            core.list_namespaced_config_map, kube_namespace, timeout_seconds=10
+        )
         for event in stream:
             name = event["object"].metadata.name
             if name != "kube-root-ca.crt":
@@ -104,8 +107,9 @@ def test_watches_stream_through_the_proxy(fault_proxy: FaultProxy, core: client.
     watcher = threading.Thread(target=follow)
     watcher.start()
     for name in ("first", "second"):
-        kube_api.rest.post(f"/api/v1/namespaces/{kube_namespace}/configmaps",
-                           {"metadata": {"name": name}})
+        kube_api.rest.post(
+            f"/api/v1/namespaces/{kube_namespace}/configmaps", {"metadata": {"name": name}}
+        )
     watcher.join(15)
 
     assert seen == [("ADDED", "first"), ("ADDED", "second")]

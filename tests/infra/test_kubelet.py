@@ -22,26 +22,43 @@ pytestmark = pytest.mark.kube
 def deployment(name: str, image: str, replicas: int = 1, cpu: str = "100m") -> dict[str, Any]:
     labels = {"app": name}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-                "name": "web", "image": image,
-                "ports": [{"containerPort": 8080}],
-                "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-            }]}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": image,
+                            "ports": [{"containerPort": 8080}],
+                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+                        }
+                    ]
+                },
+            },
         },
     }
 
 
 def job(name: str, image: str) -> dict[str, Any]:
     return {
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-        "spec": {"backoffLimit": 0, "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "release", "image": image}],
-        }}},
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "release", "image": image}],
+                }
+            },
+        },
     }
 
 
@@ -52,19 +69,24 @@ def api(kube_api: KubeAPI) -> Iterator[client.ApiClient]:
 
 
 def pods_of(api: client.ApiClient, namespace: str, app: str) -> list[client.V1Pod]:
-    pods: list[client.V1Pod] = client.CoreV1Api(api).list_namespaced_pod(
-        namespace, label_selector=f"app={app}").items
+    pods: list[client.V1Pod] = (
+        client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=f"app={app}").items
+    )
     return pods
 
 
 def events_for(api: client.ApiClient, namespace: str, pod: str) -> list[tuple[str, str]]:
-    events = client.CoreV1Api(api).list_namespaced_event(
-        namespace, field_selector=f"involvedObject.name={pod}").items
+    events = (
+        client.CoreV1Api(api)
+        .list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}")
+        .items
+    )
     return [(e.reason, e.message) for e in events]
 
 
-def test_deployment_gets_ready_replicas(api: client.ApiClient, kube_namespace: str,
-                                        kubelet: TestKubelet) -> None:
+def test_deployment_gets_ready_replicas(
+    api: client.ApiClient, kube_namespace: str, kubelet: TestKubelet
+) -> None:
     apps = client.AppsV1Api(api)
     apps.create_namespaced_deployment(kube_namespace, deployment("web", "shop/web:1", replicas=2))
 
@@ -79,8 +101,9 @@ def test_deployment_gets_ready_replicas(api: client.ApiClient, kube_namespace: s
     assert all(p.status.container_statuses[0].ready for p in pods)
 
 
-def test_jobs_succeed_or_fail_as_scripted(api: client.ApiClient, kube_namespace: str,
-                                          kubelet: TestKubelet) -> None:
+def test_jobs_succeed_or_fail_as_scripted(
+    api: client.ApiClient, kube_namespace: str, kubelet: TestKubelet
+) -> None:
     kubelet.script("shop/migrate:ok", Behaviour.SUCCEED)
     kubelet.script("shop/migrate:broken", Behaviour.FAIL)
     batch = client.BatchV1Api(api)
@@ -93,15 +116,18 @@ def test_jobs_succeed_or_fail_as_scripted(api: client.ApiClient, kube_namespace:
 
     assert wait_for(lambda: finished("migrate-ok"), "migrate-ok to finish") == {"Complete": "True"}
     assert wait_for(lambda: finished("migrate-broken"), "migrate-broken to finish") == {
-        "Failed": "True"}
+        "Failed": "True"
+    }
     assert batch.read_namespaced_job_status("migrate-broken", kube_namespace).status.failed == 1
 
 
-def test_image_pull_failure_shows_on_the_container(api: client.ApiClient, kube_namespace: str,
-                                                   kubelet: TestKubelet) -> None:
+def test_image_pull_failure_shows_on_the_container(
+    api: client.ApiClient, kube_namespace: str, kubelet: TestKubelet
+) -> None:
     kubelet.script("shop/web:missing", Behaviour.IMAGE_PULL)
     client.AppsV1Api(api).create_namespaced_deployment(
-        kube_namespace, deployment("web", "shop/web:missing"))
+        kube_namespace, deployment("web", "shop/web:missing")
+    )
 
     def waiting_reason() -> str | None:
         pods = pods_of(api, kube_namespace, "web")
@@ -112,9 +138,11 @@ def test_image_pull_failure_shows_on_the_container(api: client.ApiClient, kube_n
     assert wait_for(lambda: waiting_reason() == "ImagePullBackOff", "the back-off")
     pod = pods_of(api, kube_namespace, "web")[0]
     assert pod.status.phase == "Pending"
-    assert ("Failed", 'Failed to pull image: rpc error: code = NotFound desc = failed to pull '
-            'and unpack image "shop/web:missing": not found') in events_for(
-        api, kube_namespace, pod.metadata.name)
+    assert (
+        "Failed",
+        "Failed to pull image: rpc error: code = NotFound desc = failed to pull "
+        'and unpack image "shop/web:missing": not found',
+    ) in events_for(api, kube_namespace, pod.metadata.name)
 
 
 def test_unschedulable_pod_stays_pending_with_the_scheduler_event(
@@ -122,7 +150,8 @@ def test_unschedulable_pod_stays_pending_with_the_scheduler_event(
 ) -> None:
     kubelet.script("shop/web:huge", Behaviour.UNSCHEDULABLE)
     client.AppsV1Api(api).create_namespaced_deployment(
-        kube_namespace, deployment("web", "shop/web:huge", cpu="64"))
+        kube_namespace, deployment("web", "shop/web:huge", cpu="64")
+    )
 
     def scheduled_condition() -> client.V1PodCondition | None:
         pods = pods_of(api, kube_namespace, "web")
@@ -132,17 +161,23 @@ def test_unschedulable_pod_stays_pending_with_the_scheduler_event(
     condition = wait_for(scheduled_condition, "the PodScheduled condition")
     pod = pods_of(api, kube_namespace, "web")[0]
     assert (condition.type, condition.status, condition.reason) == (
-        "PodScheduled", "False", "Unschedulable")
+        "PodScheduled",
+        "False",
+        "Unschedulable",
+    )
     assert pod.spec.node_name is None
     assert ("FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.") in events_for(
-        api, kube_namespace, pod.metadata.name)
+        api, kube_namespace, pod.metadata.name
+    )
 
 
-def test_crash_loop_restarts_and_never_gets_ready(api: client.ApiClient, kube_namespace: str,
-                                                  kubelet: TestKubelet) -> None:
+def test_crash_loop_restarts_and_never_gets_ready(
+    api: client.ApiClient, kube_namespace: str, kubelet: TestKubelet
+) -> None:
     kubelet.script("shop/web:crashes", Behaviour.CRASH_LOOP, restart_every=0.3)
     client.AppsV1Api(api).create_namespaced_deployment(
-        kube_namespace, deployment("web", "shop/web:crashes"))
+        kube_namespace, deployment("web", "shop/web:crashes")
+    )
 
     def restarted_twice() -> client.V1ContainerStatus | None:
         pods = pods_of(api, kube_namespace, "web")
@@ -157,8 +192,9 @@ def test_crash_loop_restarts_and_never_gets_ready(api: client.ApiClient, kube_na
     assert not dep.status.ready_replicas
 
 
-def test_pod_logs_come_from_the_script(api: client.ApiClient, kube_namespace: str,
-                                       kubelet: TestKubelet) -> None:
+def test_pod_logs_come_from_the_script(
+    api: client.ApiClient, kube_namespace: str, kubelet: TestKubelet
+) -> None:
     kubelet.script("shop/migrate:1", Behaviour.SUCCEED, logs="applying 0001\napplying 0002\n")
     client.BatchV1Api(api).create_namespaced_job(kube_namespace, job("migrate", "shop/migrate:1"))
     core = client.CoreV1Api(api)
@@ -192,11 +228,15 @@ def test_service_proxy_reaches_a_scripted_pod_server(
     try:
         kubelet.script("shop/web:2", serve_port=server.server_address[1])
         client.AppsV1Api(api).create_namespaced_deployment(
-            kube_namespace, deployment("web", "shop/web:2"))
-        client.CoreV1Api(api).create_namespaced_service(kube_namespace, {
-            "metadata": {"name": "web"},
-            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
-        })
+            kube_namespace, deployment("web", "shop/web:2")
+        )
+        client.CoreV1Api(api).create_namespaced_service(
+            kube_namespace,
+            {
+                "metadata": {"name": "web"},
+                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+            },
+        )
         path = f"/api/v1/namespaces/{kube_namespace}/services/web:80/proxy/healthz"
 
         def answer() -> str | None:

@@ -24,14 +24,18 @@ def test_sqlalchemy_connects_with_psycopg(postgres_url: str) -> None:
         engine.dispose()
 
 
-def test_fresh_databases_do_not_share_rows(fresh_postgres_url: str, postgres_server: PostgresServer) -> None:
+def test_fresh_databases_do_not_share_rows(
+    fresh_postgres_url: str, postgres_server: PostgresServer
+) -> None:
     other_url = postgres_server.create_database("test_other_fresh")
     fresh, other = sa.create_engine(fresh_postgres_url), sa.create_engine(other_url)
     try:
         with fresh.begin() as conn:
-            tables = conn.execute(sa.text(
-                "select count(*) from information_schema.tables where table_schema = 'public'"
-            )).scalar_one()
+            tables = conn.execute(
+                sa.text(
+                    "select count(*) from information_schema.tables where table_schema = 'public'"
+                )
+            ).scalar_one()
             conn.execute(sa.text("create table notes (body text)"))
             conn.execute(sa.text("insert into notes values ('only here')"))
         with other.connect() as conn:

@@ -9,8 +9,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(probe: Callable[[], T], what: str, timeout: float = 30.0,
-             interval: float = 0.1) -> T:
+def wait_for(probe: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.1) -> T:
     """Calls `probe` until it returns something truthy, and returns that.
 
     On timeout the assertion names `what` and the last value seen, so a failing test says
@@ -22,5 +21,7 @@ def wait_for(probe: Callable[[], T], what: str, timeout: float = 30.0,
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {value!r}")
+            raise AssertionError(
+                f"timed out after {timeout:.0f}s waiting for {what}; last: {value!r}"
+            )
         time.sleep(interval)

@@ -27,8 +27,14 @@ from tests.infra.processes import StartError
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -40,6 +46,7 @@ def _unavailable(what: str, reason: str) -> NoReturn:
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
@@ -76,6 +83,7 @@ def fresh_postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 
 # -- Kubernetes ------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def kube_control_plane() -> Iterator[ControlPlane]:
     try:
@@ -98,8 +106,9 @@ def kube_api(kube_control_plane: ControlPlane) -> KubeAPI:
 def kube_namespace(kube_api: KubeAPI) -> Iterator[str]:
     """A namespace of this test's own, deleted (with everything in it) afterwards."""
     name = f"t-{secrets.token_hex(5)}"
-    kube_api.rest.post("/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    kube_api.rest.post(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
     yield name
     try:
         kube_api.rest.delete(f"/api/v1/namespaces/{name}")
@@ -136,8 +145,7 @@ def _session_fault_proxy(kube_api: KubeAPI) -> Iterator[FaultProxy]:
     workdir = Path(tempfile.mkdtemp(prefix="nebula-fault-proxy-"))
     proxy = FaultProxy(kube_api.server, kube_api.ca_path, workdir)
     proxy.kubeconfig = workdir / "kubeconfig"
-    write_kubeconfig(proxy.kubeconfig, proxy.server, proxy.ca_path, kube_api.token,
-                     proxy.context)
+    write_kubeconfig(proxy.kubeconfig, proxy.server, proxy.ca_path, kube_api.token, proxy.context)
     yield proxy
     proxy.close()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -153,6 +161,7 @@ def fault_proxy(_session_fault_proxy: FaultProxy) -> Iterator[FaultProxy]:
 
 
 # -- Chromium --------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:

@@ -48,8 +48,9 @@ def pod_http_port() -> Iterator[int]:
 @pytest.fixture
 def kube_cluster(kube_api: KubeAPI) -> Iterator[KubernetesCluster]:
     """The Kubernetes runtime talking to the API server directly."""
-    cluster = kubernetes.connect(kube_api.context, str(kube_api.kubeconfig),
-                                 clock=SystemClock(), timeouts=TEST_TIMEOUTS)
+    cluster = kubernetes.connect(
+        kube_api.context, str(kube_api.kubeconfig), clock=SystemClock(), timeouts=TEST_TIMEOUTS
+    )
     yield cluster
     cluster.close()
 
@@ -57,8 +58,12 @@ def kube_cluster(kube_api: KubeAPI) -> Iterator[KubernetesCluster]:
 @pytest.fixture
 def proxied_cluster(fault_proxy: FaultProxy) -> Iterator[KubernetesCluster]:
     """The Kubernetes runtime talking to the API server through the fault proxy."""
-    cluster = kubernetes.connect(fault_proxy.context, str(fault_proxy.kubeconfig),
-                                 clock=SystemClock(), timeouts=TEST_TIMEOUTS)
+    cluster = kubernetes.connect(
+        fault_proxy.context,
+        str(fault_proxy.kubeconfig),
+        clock=SystemClock(),
+        timeouts=TEST_TIMEOUTS,
+    )
     # The fault proxy fails the second request on a kept-alive connection (it does not finish
     # reading the API server's previous answer: http.client's ResponseNotReady, relayed as a
     # 502), so each request gets a connection of its own.
@@ -69,11 +74,16 @@ def proxied_cluster(fault_proxy: FaultProxy) -> Iterator[KubernetesCluster]:
 
 @pytest.fixture
 def kube_harness(
-    kube_api: KubeAPI, kubelet: TestKubelet, fault_proxy: FaultProxy,
-    proxied_cluster: KubernetesCluster, project: str, pod_http_port: int,
+    kube_api: KubeAPI,
+    kubelet: TestKubelet,
+    fault_proxy: FaultProxy,
+    proxied_cluster: KubernetesCluster,
+    project: str,
+    pod_http_port: int,
 ) -> Iterator[KubernetesHarness]:
-    harness = KubernetesHarness(proxied_cluster, kube_api.rest, kubelet, fault_proxy, project,
-                                pod_http_port)
+    harness = KubernetesHarness(
+        proxied_cluster, kube_api.rest, kubelet, fault_proxy, project, pod_http_port
+    )
     yield harness
     try:
         kube_api.rest.delete(f"/api/v1/namespaces/{harness.namespace}")
@@ -82,11 +92,15 @@ def kube_harness(
             raise
 
 
-@pytest.fixture(params=[
-    pytest.param("simulated"),
-    pytest.param("kubernetes", marks=pytest.mark.kube),
-])
+@pytest.fixture(
+    params=[
+        pytest.param("simulated"),
+        pytest.param("kubernetes", marks=pytest.mark.kube),
+    ]
+)
 def harness(request: pytest.FixtureRequest) -> Harness:
     """Each runtime in turn: the contract suite runs once per runtime."""
-    found: Harness = request.getfixturevalue(f"{'kube' if request.param == 'kubernetes' else 'simulated'}_harness")
+    found: Harness = request.getfixturevalue(
+        f"{'kube' if request.param == 'kubernetes' else 'simulated'}_harness"
+    )
     return found

@@ -113,8 +113,15 @@ class KubernetesHarness:
 
     name = "kubernetes"
 
-    def __init__(self, cluster: KubernetesCluster, rest: KubeRest, kubelet: TestKubelet,
-                 proxy: FaultProxy, project: str, http_port: int) -> None:
+    def __init__(
+        self,
+        cluster: KubernetesCluster,
+        rest: KubeRest,
+        kubelet: TestKubelet,
+        proxy: FaultProxy,
+        project: str,
+        http_port: int,
+    ) -> None:
         self.cluster = cluster
         self.rest = rest
         self.kubelet = kubelet
@@ -124,8 +131,9 @@ class KubernetesHarness:
         self.http_port = http_port
 
     def release(self, number: int, service: Service, unit: str = "api") -> ReleaseObjects:
-        objects = releases.release_objects(self.project, number, service, unit=unit,
-                                           capabilities=self.cluster.capabilities())
+        objects = releases.release_objects(
+            self.project, number, service, unit=unit, capabilities=self.cluster.capabilities()
+        )
         # The test kubelet scripts pods by image, and a release's Job and Deployment run the
         # same image; the Job gets a stand-in image of its own so each can be scripted apart.
         if objects.release_job is not None:
@@ -139,27 +147,37 @@ class KubernetesHarness:
         if blocker is Blocker.RELEASE_COMMAND:
             self.kubelet.script(release_command_image(objects.image), Behaviour.FAIL, logs=logs)
         elif blocker is Blocker.ROUTE_ACTIVATION:
-            self.proxy.fail("PATCH", rf"/namespaces/{objects.namespace}/services/{objects.unit}\?",
-                            status=409, times=None, message="Operation cannot be fulfilled")
+            self.proxy.fail(
+                "PATCH",
+                rf"/namespaces/{objects.namespace}/services/{objects.unit}\?",
+                status=409,
+                times=None,
+                message="Operation cannot be fulfilled",
+            )
         else:
-            behaviour = {Blocker.IMAGE_PULL: Behaviour.IMAGE_PULL,
-                         Blocker.CAPACITY: Behaviour.UNSCHEDULABLE,
-                         Blocker.READINESS: Behaviour.CRASH_LOOP}[blocker]
+            behaviour = {
+                Blocker.IMAGE_PULL: Behaviour.IMAGE_PULL,
+                Blocker.CAPACITY: Behaviour.UNSCHEDULABLE,
+                Blocker.READINESS: Behaviour.CRASH_LOOP,
+            }[blocker]
             self.kubelet.script(objects.image, behaviour)
 
     def hang_release_command(self, objects: ReleaseObjects) -> None:
         self.kubelet.script(release_command_image(objects.image), Behaviour.NEVER_READY)
 
-    def until(self, observe: Callable[[], T], done: Callable[[T], bool], what: str,
-              timeout: float = 40.0) -> T:
+    def until(
+        self, observe: Callable[[], T], done: Callable[[T], bool], what: str, timeout: float = 40.0
+    ) -> T:
         deadline = time.monotonic() + timeout
         while True:
             value = observe()
             if done(value):
                 return value
             if time.monotonic() > deadline:
-                raise AssertionError(f"{what}: still {value!r} after {timeout:.0f}s; "
-                                     f"kubelet errors: {self.kubelet.errors[-3:]}")
+                raise AssertionError(
+                    f"{what}: still {value!r} after {timeout:.0f}s; "
+                    f"kubelet errors: {self.kubelet.errors[-3:]}"
+                )
             time.sleep(0.2)
 
     def unreachable(self) -> None:

@@ -37,22 +37,40 @@ class Service:
 
     def toml(self, unit: str) -> str:
         lines = [
-            "[project]", 'name = "Runtime tests"', "", "[environments.staging]", "",
-            f"[services.{unit}]", f'image = "{self.image}"',
+            "[project]",
+            'name = "Runtime tests"',
+            "",
+            "[environments.staging]",
+            "",
+            f"[services.{unit}]",
+            f'image = "{self.image}"',
         ]
         if self.release_command:
-            lines += ['release_command = ["bin/migrate", "--yes"]',
-                      f"release_command_timeout = {self.release_command_timeout}"]
+            lines += [
+                'release_command = ["bin/migrate", "--yes"]',
+                f"release_command_timeout = {self.release_command_timeout}",
+            ]
         if self.kind != "cron-only":
-            lines += ["", f"[services.{unit}.processes.web]", f'type = "{self.kind}"',
-                      'command = ["bin/serve"]', "port = 8080", f"replicas = {self.replicas}",
-                      'instance_size = "nano"',
-                      f"stabilization_seconds = {self.stabilization_seconds}"]
+            lines += [
+                "",
+                f"[services.{unit}.processes.web]",
+                f'type = "{self.kind}"',
+                'command = ["bin/serve"]',
+                "port = 8080",
+                f"replicas = {self.replicas}",
+                'instance_size = "nano"',
+                f"stabilization_seconds = {self.stabilization_seconds}",
+            ]
             if self.kind == "http":
                 lines.append('readiness_path = "/healthz"')
         if self.cron or self.kind == "cron-only":
-            lines += ["", f"[services.{unit}.processes.nightly]", 'type = "cron"',
-                      'schedule = "0 3 * * *"', 'command = ["bin/report"]']
+            lines += [
+                "",
+                f"[services.{unit}.processes.nightly]",
+                'type = "cron"',
+                'schedule = "0 3 * * *"',
+                'command = ["bin/report"]',
+            ]
         lines += ["", f"[services.{unit}.variables]", 'LOG_LEVEL = "info"']
         return "\n".join(lines) + "\n"
 
@@ -93,8 +111,9 @@ def release_objects(
         unit=unit,
         release=naming.release_label(number),
         image=service.image,
-        shared=tuple(body(m) for m in (*environment,
-                                        *(m for m in per_service if m.kind != "Service"))),
+        shared=tuple(
+            body(m) for m in (*environment, *(m for m in per_service if m.kind != "Service"))
+        ),
         release_job=body(release_job) if release_job is not None else None,
         workload=tuple(body(m) for m in rendered if m is not release_job),
         stable_service=body(stable) if stable is not None else None,

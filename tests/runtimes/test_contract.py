@@ -40,17 +40,24 @@ def started(harness: Harness, number: int = 1, **options: Any) -> ReleaseObjects
 
 
 def ready(harness: Harness, objects: ReleaseObjects) -> Rollout:
-    return harness.until(lambda: harness.cluster.rollout(objects),
-                         lambda r: r.ready_since is not None, f"{objects.release} Ready")
+    return harness.until(
+        lambda: harness.cluster.rollout(objects),
+        lambda r: r.ready_since is not None,
+        f"{objects.release} Ready",
+    )
 
 
 def release_job_outcome(harness: Harness, objects: ReleaseObjects) -> JobStatus:
     harness.cluster.start_release_job(objects)
-    return harness.until(lambda: harness.cluster.release_job(objects),
-                         lambda s: s.phase is not JobPhase.RUNNING, "the release command's end")
+    return harness.until(
+        lambda: harness.cluster.release_job(objects),
+        lambda s: s.phase is not JobPhase.RUNNING,
+        "the release command's end",
+    )
 
 
 # -- admitted and starting -------------------------------------------------------------------
+
 
 def test_admit_creates_the_namespace_and_can_be_replayed(harness: Harness) -> None:
     objects = harness.release(1, service(harness))
@@ -73,6 +80,7 @@ def test_start_applies_the_release_workload_but_not_the_stable_service(harness: 
 
 
 # -- releasing -------------------------------------------------------------------------------
+
 
 def test_release_command_that_succeeds(harness: Harness) -> None:
     objects = harness.release(1, service(harness))
@@ -126,6 +134,7 @@ def test_starting_the_release_command_twice_runs_it_once(harness: Harness) -> No
 
 # -- qualifying ------------------------------------------------------------------------------
 
+
 def test_rollout_reports_every_replica_ready(harness: Harness) -> None:
     objects = started(harness, replicas=2)
 
@@ -135,10 +144,13 @@ def test_rollout_reports_every_replica_ready(harness: Harness) -> None:
     assert rollout.blocker is None
 
 
-@pytest.mark.parametrize(("blocker", "words"), [
-    (Blocker.IMAGE_PULL, ("ErrImagePull", "ImagePullBackOff")),
-    (Blocker.CAPACITY, ("Insufficient cpu",)),
-])
+@pytest.mark.parametrize(
+    ("blocker", "words"),
+    [
+        (Blocker.IMAGE_PULL, ("ErrImagePull", "ImagePullBackOff")),
+        (Blocker.CAPACITY, ("Insufficient cpu",)),
+    ],
+)
 def test_rollout_names_a_definitive_obstacle(
     harness: Harness, blocker: Blocker, words: tuple[str, ...]
 ) -> None:
@@ -147,8 +159,11 @@ def test_rollout_names_a_definitive_obstacle(
     harness.cluster.admit(objects)
     harness.cluster.start(objects)
 
-    rollout = harness.until(lambda: harness.cluster.rollout(objects),
-                            lambda r: r.blocker is not None, f"the {blocker} blocker")
+    rollout = harness.until(
+        lambda: harness.cluster.rollout(objects),
+        lambda r: r.blocker is not None,
+        f"the {blocker} blocker",
+    )
 
     assert rollout.blocker is blocker
     assert rollout.ready == 0 and rollout.ready_since is None
@@ -163,9 +178,11 @@ def test_a_crash_looping_release_never_becomes_ready_and_says_why(harness: Harne
     harness.cluster.admit(objects)
     harness.cluster.start(objects)
 
-    rollout = harness.until(lambda: harness.cluster.rollout(objects),
-                            lambda r: r.started and "CrashLoopBackOff" in r.message,
-                            "every pod started, and crash-looping")
+    rollout = harness.until(
+        lambda: harness.cluster.rollout(objects),
+        lambda r: r.started and "CrashLoopBackOff" in r.message,
+        "every pod started, and crash-looping",
+    )
 
     # Not definitive: the engine fails it with `readiness` once its timeout has passed.
     assert rollout.blocker is None
@@ -178,14 +195,16 @@ def test_probe_through_the_release_service(harness: Harness, kind: str) -> None:
     objects = started(harness, kind=kind)
     ready(harness, objects)
 
-    result = harness.until(lambda: harness.cluster.probe(objects), lambda r: r.ok,
-                           "a passing probe")
+    result = harness.until(
+        lambda: harness.cluster.probe(objects), lambda r: r.ok, "a passing probe"
+    )
 
     assert objects.probe is (ProbeKind.HTTP if kind == "http" else ProbeKind.TCP)
     assert result.message
 
 
 # -- activating, draining, removing ----------------------------------------------------------
+
 
 def test_activation_creates_then_repoints_the_stable_service(harness: Harness) -> None:
     first = started(harness, 1)
@@ -254,8 +273,13 @@ def test_teardown_deletes_the_unit_and_is_already_clean_the_second_time(harness:
     second = harness.cluster.teardown(objects.namespace, "api")
 
     assert not first.already_clean
-    assert {"Deployment/api-r1", "Service/api", "Service/api-r1", "CronJob/api-r1-nightly",
-            "Job/api-r1-release"} <= set(first.deleted)
+    assert {
+        "Deployment/api-r1",
+        "Service/api",
+        "Service/api-r1",
+        "CronJob/api-r1-nightly",
+        "Job/api-r1-release",
+    } <= set(first.deleted)
     assert second.already_clean and second.deleted == ()
     for kind in ("Deployment", "Service", "CronJob", "Job"):
         assert harness.names(kind) == set(), kind

@@ -38,8 +38,11 @@ def deploy(harness: KubernetesHarness, objects: ReleaseObjects) -> None:
     cluster = harness.cluster
     cluster.admit(objects)
     cluster.start_release_job(objects)
-    harness.until(lambda: cluster.release_job(objects), lambda s: s.phase is JobPhase.SUCCEEDED,
-                  "the release command")
+    harness.until(
+        lambda: cluster.release_job(objects),
+        lambda s: s.phase is JobPhase.SUCCEEDED,
+        "the release command",
+    )
     cluster.start(objects)
     harness.until(lambda: cluster.rollout(objects), lambda r: r.ready_since is not None, "Ready")
     cluster.activate(objects)
@@ -53,7 +56,10 @@ def live(harness: KubernetesHarness, manifest: dict[str, Any]) -> dict[str, Any]
 
 # -- server-side apply -----------------------------------------------------------------------
 
-def test_every_applied_object_is_owned_by_field_manager_nebula(kube_harness: KubernetesHarness) -> None:
+
+def test_every_applied_object_is_owned_by_field_manager_nebula(
+    kube_harness: KubernetesHarness,
+) -> None:
     objects = release(kube_harness, cron=True)
     deploy(kube_harness, objects)
 
@@ -73,21 +79,28 @@ def test_a_second_apply_of_the_same_release_changes_nothing(
     deploy(kube_harness, objects)
 
     def settled() -> bool:  # controllers done writing status: only our apply could change it
-        deployment = live(kube_harness, next(m for m in objects.workload
-                                             if m["kind"] == "Deployment"))
+        deployment = live(
+            kube_harness, next(m for m in objects.workload if m["kind"] == "Deployment")
+        )
         status = deployment.get("status", {})
-        return bool(status.get("observedGeneration") == deployment["metadata"]["generation"]
-                    and status.get("availableReplicas") == status.get("replicas") == 2
-                    and status.get("updatedReplicas") == 2)
+        return bool(
+            status.get("observedGeneration") == deployment["metadata"]["generation"]
+            and status.get("availableReplicas") == status.get("replicas") == 2
+            and status.get("updatedReplicas") == 2
+        )
 
     wait_for(settled, "the Deployment's status to settle")
-    before = {(m["kind"], m["metadata"]["name"]): live(kube_harness, m)["metadata"]["resourceVersion"]
-              for m in everything(objects)}
+    before = {
+        (m["kind"], m["metadata"]["name"]): live(kube_harness, m)["metadata"]["resourceVersion"]
+        for m in everything(objects)
+    }
 
     deploy(kube_harness, objects)
 
-    after = {(m["kind"], m["metadata"]["name"]): live(kube_harness, m)["metadata"]["resourceVersion"]
-             for m in everything(objects)}
+    after = {
+        (m["kind"], m["metadata"]["name"]): live(kube_harness, m)["metadata"]["resourceVersion"]
+        for m in everything(objects)
+    }
     assert after == before
 
 
@@ -103,7 +116,8 @@ def test_cronjobs_are_applied_as_batch_v1beta1_on_kubernetes_1_20(
     assert capabilities.cronjob_api_version == "batch/v1beta1"
     assert capabilities.has("batch/v1/Job") and not capabilities.has("batch/v1/CronJob")
     cronjob = kube_harness.rest.get(
-        f"/apis/batch/v1beta1/namespaces/{objects.namespace}/cronjobs/api-r1-nightly")
+        f"/apis/batch/v1beta1/namespaces/{objects.namespace}/cronjobs/api-r1-nightly"
+    )
     assert cronjob["spec"]["schedule"] == "0 3 * * *"
 
 
@@ -120,10 +134,12 @@ def test_a_kind_the_server_does_not_serve_is_a_configuration_error(
     assert refused.value.code == "configuration"
     assert str(refused.value) == (
         "The cluster does not serve batch/v1 CronJob (it serves batch/v1beta1); "
-        "the release was rendered for another Kubernetes version")
+        "the release was rendered for another Kubernetes version"
+    )
 
 
 # -- what the API server and the network say -------------------------------------------------
+
 
 @pytest.mark.parametrize("status", [500, 503, 409, 429])
 def test_errors_worth_retrying_are_transient(kube_harness: KubernetesHarness, status: int) -> None:
@@ -137,15 +153,18 @@ def test_errors_worth_retrying_are_transient(kube_harness: KubernetesHarness, st
     assert failed.value.status == status
     assert not isinstance(failed.value, UnreachableError)
     assert str(failed.value).startswith(
-        f"Kubernetes API could not apply Deployment/api-r1 in {objects.namespace}: {status} ")
+        f"Kubernetes API could not apply Deployment/api-r1 in {objects.namespace}: {status} "
+    )
     kube_harness.cluster.start(objects)  # the fault was a one-off: the replay goes through
     assert kube_harness.names("Deployment") == {"api-r1"}
 
 
-def test_a_request_that_hangs_times_out_as_transient(kube_harness: KubernetesHarness,
-                                                     fault_proxy: Any) -> None:
-    cluster = connect(fault_proxy.context, str(fault_proxy.kubeconfig),
-                      timeouts=Timeouts(connect=1.0, read=1.0))
+def test_a_request_that_hangs_times_out_as_transient(
+    kube_harness: KubernetesHarness, fault_proxy: Any
+) -> None:
+    cluster = connect(
+        fault_proxy.context, str(fault_proxy.kubeconfig), timeouts=Timeouts(connect=1.0, read=1.0)
+    )
     cluster.connection.api_client.set_default_header("Connection", "close")  # type: ignore[no-untyped-call]
     objects = release(kube_harness)
     kube_harness.cluster.admit(objects)
@@ -161,11 +180,13 @@ def test_a_request_that_hangs_times_out_as_transient(kube_harness: KubernetesHar
 
     assert not isinstance(failed.value, UnreachableError)
     assert str(failed.value) == (
-        f"Kubernetes API did not answer in time to read Deployment/api-r1 in {objects.namespace}")
+        f"Kubernetes API did not answer in time to read Deployment/api-r1 in {objects.namespace}"
+    )
 
 
-@pytest.mark.parametrize(("status", "error"), [(403, PermanentError), (500, TransientError),
-                                               (409, TransientError)])
+@pytest.mark.parametrize(
+    ("status", "error"), [(403, PermanentError), (500, TransientError), (409, TransientError)]
+)
 def test_a_refused_selector_patch_keeps_the_previous_release(
     kube_harness: KubernetesHarness, status: int, error: type[Exception]
 ) -> None:
@@ -175,8 +196,13 @@ def test_a_refused_selector_patch_keeps_the_previous_release(
         kube_harness.cluster.admit(objects)
         kube_harness.cluster.start(objects)
     kube_harness.cluster.activate(first)
-    kube_harness.proxy.fail("PATCH", r"/services/api\?", status=status, times=None,
-                            message="services \"api\" is forbidden: injected")
+    kube_harness.proxy.fail(
+        "PATCH",
+        r"/services/api\?",
+        status=status,
+        times=None,
+        message='services "api" is forbidden: injected',
+    )
 
     with pytest.raises(error) as refused:
         kube_harness.cluster.activate(second)
@@ -186,7 +212,8 @@ def test_a_refused_selector_patch_keeps_the_previous_release(
         assert refused.value.code == Blocker.ROUTE_ACTIVATION.value  # type: ignore[attr-defined]
         assert str(refused.value) == (
             f"Kubernetes API refused to apply Service/api in {first.namespace}: 403 Forbidden: "
-            'services "api" is forbidden: injected')
+            'services "api" is forbidden: injected'
+        )
     selector = kube_harness.get("Service", "api")["spec"]["selector"]
     assert selector["nebula.dev/release"] == "r-1"
 
@@ -194,8 +221,9 @@ def test_a_refused_selector_patch_keeps_the_previous_release(
 def test_a_probe_the_pod_keeps_waiting_fails_without_raising(
     kube_harness: KubernetesHarness, fault_proxy: Any
 ) -> None:
-    cluster = connect(fault_proxy.context, str(fault_proxy.kubeconfig),
-                      timeouts=Timeouts(connect=1.0, read=1.0))
+    cluster = connect(
+        fault_proxy.context, str(fault_proxy.kubeconfig), timeouts=Timeouts(connect=1.0, read=1.0)
+    )
     cluster.connection.api_client.set_default_header("Connection", "close")  # type: ignore[no-untyped-call]
     objects = release(kube_harness, release_command=False)
     kube_harness.cluster.admit(objects)
@@ -209,23 +237,32 @@ def test_a_probe_the_pod_keeps_waiting_fails_without_raising(
         cluster.close()
 
     assert not result.ok
-    assert result.message == (f"api-r1:8080: Kubernetes API did not answer in time to probe "
-                              f"Service api-r1 in {objects.namespace}")
+    assert result.message == (
+        f"api-r1:8080: Kubernetes API did not answer in time to probe "
+        f"Service api-r1 in {objects.namespace}"
+    )
 
 
 def test_a_namespace_nebula_may_not_manage_only_has_to_exist(
     kube_harness: KubernetesHarness,
 ) -> None:
     objects = release(kube_harness, release_command=False)
-    kube_harness.proxy.fail("PATCH", rf"/api/v1/namespaces/{objects.namespace}\?", status=403,
-                            times=None, message="namespaces is forbidden: injected")
+    kube_harness.proxy.fail(
+        "PATCH",
+        rf"/api/v1/namespaces/{objects.namespace}\?",
+        status=403,
+        times=None,
+        message="namespaces is forbidden: injected",
+    )
 
     with pytest.raises(PermanentError) as refused:
         kube_harness.cluster.admit(objects)
     assert (refused.value.code, refused.value.status) == ("configuration", 403)
 
-    kube_harness.rest.post("/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": objects.namespace}})
+    kube_harness.rest.post(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": objects.namespace}},
+    )
     kube_harness.cluster.admit(objects)
     kube_harness.cluster.start(objects)
     assert kube_harness.names("Deployment") == {"api-r1"}
@@ -253,8 +290,12 @@ def test_refused_credentials_are_unreachable_and_never_shown(
 def test_the_token_is_removed_from_messages_that_quote_it(
     kube_api: KubeAPI, kube_harness: KubernetesHarness
 ) -> None:
-    kube_harness.proxy.fail("GET", r"/services/api$", status=500,
-                            message=f"upstream said: Authorization: Bearer {kube_api.token}")
+    kube_harness.proxy.fail(
+        "GET",
+        r"/services/api$",
+        status=500,
+        message=f"upstream said: Authorization: Bearer {kube_api.token}",
+    )
 
     with pytest.raises(TransientError) as failed:
         kube_harness.cluster.selected_release(kube_harness.namespace, "api")
@@ -265,10 +306,17 @@ def test_the_token_is_removed_from_messages_that_quote_it(
 
 # -- quotas ----------------------------------------------------------------------------------
 
+
 def quota(harness: KubernetesHarness, hard: dict[str, str]) -> None:
-    harness.rest.post(f"/api/v1/namespaces/{harness.namespace}/resourcequotas", {
-        "apiVersion": "v1", "kind": "ResourceQuota",
-        "metadata": {"name": "compute"}, "spec": {"hard": hard}})
+    harness.rest.post(
+        f"/api/v1/namespaces/{harness.namespace}/resourcequotas",
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "compute"},
+            "spec": {"hard": hard},
+        },
+    )
 
 
 def test_a_release_larger_than_the_quota_is_refused_when_admitted(
@@ -282,7 +330,9 @@ def test_a_release_larger_than_the_quota_is_refused_when_admitted(
         kube_harness.cluster.admit(objects)
 
     assert refused.value.code == "capacity"
-    assert str(refused.value) == "The release needs 3 pods but ResourceQuota compute allows at most 2"
+    assert (
+        str(refused.value) == "The release needs 3 pods but ResourceQuota compute allows at most 2"
+    )
 
 
 def test_an_exhausted_quota_is_a_capacity_blocker_when_starting(
@@ -291,18 +341,31 @@ def test_an_exhausted_quota_is_a_capacity_blocker_when_starting(
     first = release(kube_harness, 1, replicas=2, release_command=False)
     kube_harness.cluster.admit(first)
     quota(kube_harness, {"pods": "3"})
-    wait_for(lambda: kube_harness.rest.get(
-        f"/api/v1/namespaces/{kube_harness.namespace}/resourcequotas/compute"
-    ).get("status", {}).get("hard"), "the quota controller to count the namespace")
+    wait_for(
+        lambda: (
+            kube_harness.rest.get(
+                f"/api/v1/namespaces/{kube_harness.namespace}/resourcequotas/compute"
+            )
+            .get("status", {})
+            .get("hard")
+        ),
+        "the quota controller to count the namespace",
+    )
     kube_harness.cluster.start(first)
-    kube_harness.until(lambda: kube_harness.cluster.rollout(first),
-                       lambda r: r.ready_since is not None, "r-1 Ready")
+    kube_harness.until(
+        lambda: kube_harness.cluster.rollout(first),
+        lambda r: r.ready_since is not None,
+        "r-1 Ready",
+    )
 
     second = release(kube_harness, 2, replicas=2, release_command=False)
     kube_harness.cluster.admit(second)  # 2 pods fit the quota of 3, but not next to r-1's 2
     kube_harness.cluster.start(second)
-    rollout = kube_harness.until(lambda: kube_harness.cluster.rollout(second),
-                                 lambda r: r.blocker is not None, "the capacity blocker")
+    rollout = kube_harness.until(
+        lambda: kube_harness.cluster.rollout(second),
+        lambda r: r.blocker is not None,
+        "the capacity blocker",
+    )
 
     assert rollout.blocker is Blocker.CAPACITY
     assert "exceeded quota" in rollout.message
@@ -310,15 +373,22 @@ def test_an_exhausted_quota_is_a_capacity_blocker_when_starting(
 
 # -- what users read -------------------------------------------------------------------------
 
+
 def test_messages_of_a_failed_release_command(kube_harness: KubernetesHarness) -> None:
     objects = release(kube_harness)
-    kube_harness.kubelet.script(release_command_image(objects.image), Behaviour.FAIL,
-                                logs="applying 0042_orders\nERROR: relation exists\n")
+    kube_harness.kubelet.script(
+        release_command_image(objects.image),
+        Behaviour.FAIL,
+        logs="applying 0042_orders\nERROR: relation exists\n",
+    )
     kube_harness.cluster.admit(objects)
     kube_harness.cluster.start_release_job(objects)
 
-    outcome = kube_harness.until(lambda: kube_harness.cluster.release_job(objects),
-                                 lambda s: s.phase is JobPhase.FAILED, "the failure")
+    outcome = kube_harness.until(
+        lambda: kube_harness.cluster.release_job(objects),
+        lambda s: s.phase is JobPhase.FAILED,
+        "the failure",
+    )
 
     assert outcome.message == "Release command failed (Job api-r1-release): exit code 1 (Error)"
     assert outcome.logs_tail == "applying 0042_orders\nERROR: relation exists\n"
@@ -332,8 +402,11 @@ def test_a_release_command_whose_image_cannot_be_pulled_fails_at_once(
     kube_harness.cluster.admit(objects)
     kube_harness.cluster.start_release_job(objects)
 
-    outcome = kube_harness.until(lambda: kube_harness.cluster.release_job(objects),
-                                 lambda s: s.phase is JobPhase.FAILED, "the failure")
+    outcome = kube_harness.until(
+        lambda: kube_harness.cluster.release_job(objects),
+        lambda s: s.phase is JobPhase.FAILED,
+        "the failure",
+    )
 
     assert outcome.message.startswith("Release command cannot start (Job api-r1-release): ")
     assert "ErrImagePull" in outcome.message or "ImagePullBackOff" in outcome.message
@@ -345,10 +418,16 @@ def test_the_timeout_message_names_the_deadline(kube_harness: KubernetesHarness)
     kube_harness.cluster.admit(objects)
     kube_harness.cluster.start_release_job(objects)
 
-    outcome = kube_harness.until(lambda: kube_harness.cluster.release_job(objects),
-                                 lambda s: s.phase is JobPhase.FAILED, "the timeout")
+    outcome = kube_harness.until(
+        lambda: kube_harness.cluster.release_job(objects),
+        lambda s: s.phase is JobPhase.FAILED,
+        "the timeout",
+    )
 
-    assert outcome.message == "Release command timed out after 1s (Job api-r1-release: DeadlineExceeded)"
+    assert (
+        outcome.message
+        == "Release command timed out after 1s (Job api-r1-release: DeadlineExceeded)"
+    )
 
 
 def test_activation_moves_the_stable_services_endpoints_to_the_new_pods(
@@ -359,8 +438,11 @@ def test_activation_moves_the_stable_services_endpoints_to_the_new_pods(
     for objects in (first, second):
         kube_harness.cluster.admit(objects)
         kube_harness.cluster.start(objects)
-        kube_harness.until(lambda o=objects: kube_harness.cluster.rollout(o),  # type: ignore[misc]
-                           lambda r: r.ready_since is not None, "Ready")
+        kube_harness.until(
+            lambda o=objects: kube_harness.cluster.rollout(o),  # type: ignore[misc]
+            lambda r: r.ready_since is not None,
+            "Ready",
+        )
     pods = kube_harness.rest.get(f"/api/v1/namespaces/{kube_harness.namespace}/pods")["items"]
     ips: dict[str, set[str]] = {p["metadata"]["labels"]["nebula.dev/release"]: set() for p in pods}
     for pod in pods:
@@ -369,7 +451,8 @@ def test_activation_moves_the_stable_services_endpoints_to_the_new_pods(
     def endpoint_ips() -> set[str]:
         try:
             found = kube_harness.rest.get(
-                f"/api/v1/namespaces/{kube_harness.namespace}/endpoints/api")
+                f"/api/v1/namespaces/{kube_harness.namespace}/endpoints/api"
+            )
         except KubeRestError as exc:
             if exc.status == 404:  # the endpoints controller has not caught up yet
                 return set()
@@ -392,8 +475,11 @@ def test_drain_scales_the_release_to_zero_before_deleting_it(
 
     kube_harness.cluster.drain(objects.namespace, "api", "r-1")
 
-    writes = [(s.method, s.target.split("?")[0].rsplit("/", 2)[-2])
-              for s in kube_harness.proxy.seen if s.method in ("PATCH", "DELETE")]
+    writes = [
+        (s.method, s.target.split("?")[0].rsplit("/", 2)[-2])
+        for s in kube_harness.proxy.seen
+        if s.method in ("PATCH", "DELETE")
+    ]
     assert writes[0] == ("PATCH", "deployments")
     assert ("DELETE", "deployments") in writes[1:]
 
@@ -405,8 +491,9 @@ def test_an_unreachable_probe_target_fails_the_probe_with_the_reason(
     kube_harness.kubelet.script(objects.image, Behaviour.RUNNING)  # nothing listens in the pods
     kube_harness.cluster.admit(objects)
     kube_harness.cluster.start(objects)
-    kube_harness.until(lambda: kube_harness.cluster.rollout(objects),
-                       lambda r: r.ready_since is not None, "Ready")
+    kube_harness.until(
+        lambda: kube_harness.cluster.rollout(objects), lambda r: r.ready_since is not None, "Ready"
+    )
 
     result = kube_harness.cluster.probe(objects)
 
@@ -423,8 +510,11 @@ def test_the_http_probe_fails_on_a_server_error(kube_harness: KubernetesHarness)
         kube_harness.kubelet.script(objects.image, Behaviour.RUNNING, serve_port=port)
         kube_harness.cluster.admit(objects)
         kube_harness.cluster.start(objects)
-        kube_harness.until(lambda: kube_harness.cluster.rollout(objects),
-                           lambda r: r.ready_since is not None, "Ready")
+        kube_harness.until(
+            lambda: kube_harness.cluster.rollout(objects),
+            lambda r: r.ready_since is not None,
+            "Ready",
+        )
         result = kube_harness.cluster.probe(objects)
 
     assert not result.ok
@@ -432,8 +522,9 @@ def test_the_http_probe_fails_on_a_server_error(kube_harness: KubernetesHarness)
 
 
 def test_connect_uses_the_current_context_by_default(kube_api: KubeAPI) -> None:
-    cluster: KubernetesCluster = connect(kubeconfig=str(kube_api.kubeconfig),
-                                         environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+    cluster: KubernetesCluster = connect(
+        kubeconfig=str(kube_api.kubeconfig), environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
+    )
     try:
         assert cluster.capabilities().kube_version == "1.20"
         assert cluster.connection.context is None and not cluster.connection.in_cluster

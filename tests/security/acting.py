@@ -15,7 +15,7 @@ from reconciler.store import schema
 from reconciler.web.app import create_app
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import DIGEST_A, DIGEST_B, Nebula, image
-from tests.security.world import AppServer
+from tests.web.world import AppServer
 
 ROLES = {"alice": "admin", "bob": "member", "olga": "owner", "carol": "admin"}
 

@@ -41,12 +41,12 @@ from tests.plugins.git import GitHttpServer, GitRepo, free_port
 from tests.plugins.nebula import DIGEST_A, DIGEST_B, DIGEST_C, Nebula, image
 from tests.plugins.slack import CHANNEL_ID, SlackServer, signed_headers, slack_interaction
 from tests.security.world import (
-    AppServer,
     Canaries,
     Operator,
     Outputs,
     recording_logs,
 )
+from tests.web.world import AppServer
 
 API_GOOD = image("api", DIGEST_A)
 API_NEXT = image("api", DIGEST_B)

@@ -21,7 +21,8 @@ from reconciler.store import schema
 from reconciler.web.app import create_app
 from tests.plugins.git import GitHttpServer, GitRepo, free_port
 from tests.plugins.nebula import Nebula, nebula_with
-from tests.security.world import AppServer, Outputs, leaks, recording_logs
+from tests.security.world import Outputs, leaks, recording_logs
+from tests.web.world import AppServer
 
 SERVER_TOKEN = "cnry-server-" + secrets.token_hex(8)  # what the live git server wants
 WRONG_TOKEN = "cnry-wrongtoken-" + secrets.token_hex(8)  # NEBULA_GIT_CREDENTIALS for host B

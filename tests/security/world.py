@@ -14,8 +14,6 @@ import json
 import logging
 import secrets
 import sys
-import threading
-import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,11 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import fastapi.routing
-import uvicorn
 from cryptography.fernet import Fernet
 from fastapi import FastAPI
 
-from tests.plugins.git import free_port
 from tests.plugins.nebula import Nebula, Result
 
 
@@ -173,32 +169,6 @@ class Operator:
 
 
 # -- the app on loopback ---------------------------------------------------------------------
-
-
-class AppServer:
-    """A FastAPI app on uvicorn in a thread, on a free loopback port."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_config=None, ws="none", lifespan="on"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-
-    def __enter__(self) -> AppServer:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the app did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
 
 
 def app_routes(app: FastAPI) -> list[tuple[str, frozenset[str]]]:

@@ -285,6 +285,18 @@ def test_redeploy_starts_a_new_release_in_an_unprotected_environment(
     assert shop.nebula.unit("staging", "api")["active_release"] == "r-2"
 
 
+def test_env_is_accepted_for_environment_as_the_cli_spells_it(
+    shop: Shop, live: httpx.Client
+) -> None:
+    answer = live.post(
+        "/api/v1/projects/shop/services/api/redeploy",
+        json={"env": "staging"},
+        headers=shop.tokens.header("bob"),
+    )
+    assert answer.status_code == 200
+    assert answer.json()["deployment"]["environment"] == "staging"
+
+
 def test_rollback_to_a_retained_release(shop: Shop, live: httpx.Client) -> None:
     shop.push(shop_toml(api_image=API_NEXT))
     shop.nebula.settle()

@@ -26,9 +26,11 @@ def test_a_second_server_on_the_same_sqlite_database_is_refused(tmp_path: Path) 
         )
         assert second.returncode == 1
         assert "Another Nebula server (" in second.stderr
-        assert "is running on this SQLite database. SQLite has one writer: stop that server, or " \
-            "run several replicas on PostgreSQL (NEBULA_DATABASE_URL=postgresql+psycopg://...)." \
+        assert (
+            "is running on this SQLite database. SQLite has one writer: stop that server, or "
+            "run several replicas on PostgreSQL (NEBULA_DATABASE_URL=postgresql+psycopg://...)."
             in second.stderr
+        )
     finally:
         code, _ = first.stop()
     assert code == 0

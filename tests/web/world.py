@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from reconciler.admin import members, secrets
 from reconciler.admin import projects as project_rows
@@ -92,14 +93,14 @@ def set_canary(
 # -- the app in a thread -------------------------------------------------------------------
 
 
-class ThreadedServer:
-    """``create_app(ctx)`` on uvicorn in a thread, on a free loopback port (no scheduler)."""
+class AppServer:
+    """A FastAPI app on uvicorn in a thread, on a free loopback port (no scheduler)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, app: FastAPI) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            create_app(ctx),
+            app,
             host="127.0.0.1",
             port=self.port,
             log_config=None,
@@ -109,7 +110,7 @@ class ThreadedServer:
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
-    def __enter__(self) -> ThreadedServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:
@@ -121,6 +122,13 @@ class ThreadedServer:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+
+
+class ThreadedServer(AppServer):
+    """``create_app(ctx)`` served as above."""
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(create_app(ctx))
 
 
 # -- `nebula serve` as a process -----------------------------------------------------------

@@ -55,6 +55,7 @@ def connect(
     """
     if kubeconfig is None and settings is not None and settings.kubeconfig:
         kubeconfig = settings.kubeconfig
-    connection = configs.connect(context, kubeconfig, environ=environ,
-                                 timeouts=timeouts or Timeouts())
+    connection = configs.connect(
+        context, kubeconfig, environ=environ, timeouts=timeouts or Timeouts()
+    )
     return KubernetesCluster(connection, clock, prober=prober)

@@ -69,7 +69,12 @@ class Applier:
         """(where it is served, its name, its namespace) for a manifest."""
         metadata = manifest.get("metadata")
         api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
-        if not isinstance(metadata, Mapping) or not metadata.get("name") or not api_version or not kind:
+        if (
+            not isinstance(metadata, Mapping)
+            or not metadata.get("name")
+            or not api_version
+            or not kind
+        ):
             raise PermanentError(
                 "a manifest without apiVersion, kind or metadata.name cannot be applied",
                 code=Blocker.CONFIGURATION.value,

@@ -90,14 +90,16 @@ class KubernetesCluster:
         self._check_namespace(objects.namespace, forbidden)
         for manifest in objects.shared:
             if manifest.get("kind") != "Namespace":
-                self.applier.apply(manifest, namespace=objects.namespace,
-                                   blocker=Blocker.CONFIGURATION)
+                self.applier.apply(
+                    manifest, namespace=objects.namespace, blocker=Blocker.CONFIGURATION
+                )
         self._check_quota(objects)
 
     def _check_namespace(self, namespace: str, forbidden: PermanentError | None) -> None:
         found = self.transport.get(
             f"/api/v1/namespaces/{quote(namespace, safe='')}",
-            what=f"read Namespace/{namespace}", missing_ok=True,
+            what=f"read Namespace/{namespace}",
+            missing_ok=True,
         )
         if found is None:
             raise forbidden or PermanentError(
@@ -105,8 +107,9 @@ class KubernetesCluster:
                 code=Blocker.CONFIGURATION.value,
             )
         if (found.get("status") or {}).get("phase") == "Terminating":
-            raise TransientError(f"Namespace {namespace} is being deleted; "
-                                 "the deployment can go on once it is gone")
+            raise TransientError(
+                f"Namespace {namespace} is being deleted; the deployment can go on once it is gone"
+            )
 
     def _check_quota(self, objects: ReleaseObjects) -> None:
         workloads = [m for m in (*objects.workload, objects.release_job) if m is not None]
@@ -123,24 +126,36 @@ class KubernetesCluster:
 
     def start_release_job(self, objects: ReleaseObjects) -> None:
         if objects.release_job is not None:
-            self.applier.apply(objects.release_job, namespace=objects.namespace,
-                               blocker=Blocker.RELEASE_COMMAND)
+            self.applier.apply(
+                objects.release_job, namespace=objects.namespace, blocker=Blocker.RELEASE_COMMAND
+            )
 
     def release_job(self, objects: ReleaseObjects) -> JobStatus:
         if objects.release_job is None:
             return JobStatus(JobPhase.SUCCEEDED, "No release command")
         resource, name, namespace = self.applier.locate(objects.release_job, objects.namespace)
-        job = self.transport.get(resource.item(name, namespace), what=f"read Job/{name}",
-                                 missing_ok=True, blocker=Blocker.RELEASE_COMMAND)
+        job = self.transport.get(
+            resource.item(name, namespace),
+            what=f"read Job/{name}",
+            missing_ok=True,
+            blocker=Blocker.RELEASE_COMMAND,
+        )
         pods: list[JSON] = []
         uid = ((job or {}).get("metadata") or {}).get("uid")
         if uid:
             pods = self.transport.items(
                 f"/api/v1/namespaces/{quote(objects.namespace, safe='')}/pods",
-                what=f"list the pods of Job/{name}", query=[("labelSelector", f"controller-uid={uid}")],
+                what=f"list the pods of Job/{name}",
+                query=[("labelSelector", f"controller-uid={uid}")],
             )
-        status = jobs.status(job, pods, self.clock.now(), name=name,
-                             timeout=objects.release_command_timeout, grace=self._job_grace)
+        status = jobs.status(
+            job,
+            pods,
+            self.clock.now(),
+            name=name,
+            timeout=objects.release_command_timeout,
+            grace=self._job_grace,
+        )
         if status.phase is JobPhase.RUNNING:
             return status
         return JobStatus(status.phase, status.message, self._logs_tail(objects.namespace, pods))
@@ -154,10 +169,14 @@ class KubernetesCluster:
         container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name", "")
         try:
             answer = self.transport.raw(
-                "GET", f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/log",
+                "GET",
+                f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/log",
                 what=f"read the logs of Pod/{name}",
-                query=[("container", container), ("tailLines", str(self._log_lines)),
-                       ("limitBytes", str(LOG_BYTES))],
+                query=[
+                    ("container", container),
+                    ("tailLines", str(self._log_lines)),
+                    ("limitBytes", str(LOG_BYTES)),
+                ],
                 accept="*/*",
             )
         except NebulaError:
@@ -170,8 +189,7 @@ class KubernetesCluster:
 
     def start(self, objects: ReleaseObjects) -> None:
         for manifest in objects.workload:
-            self.applier.apply(manifest, namespace=objects.namespace,
-                               blocker=Blocker.CONFIGURATION)
+            self.applier.apply(manifest, namespace=objects.namespace, blocker=Blocker.CONFIGURATION)
 
     def rollout(self, objects: ReleaseObjects) -> Rollout:
         if objects.primary is None:
@@ -179,37 +197,55 @@ class KubernetesCluster:
         namespace, kind, name = objects.namespace, objects.primary_kind, objects.primary
         resource = self.discovery.preferred("apps", kind)
         if resource is None:
-            raise PermanentError(f"The cluster does not serve apps {kind}",
-                                 code=Blocker.CONFIGURATION.value)
-        workload = self.transport.get(resource.item(name, namespace),
-                                      what=f"read {kind}/{name} in {namespace}", missing_ok=True)
+            raise PermanentError(
+                f"The cluster does not serve apps {kind}", code=Blocker.CONFIGURATION.value
+            )
+        workload = self.transport.get(
+            resource.item(name, namespace),
+            what=f"read {kind}/{name} in {namespace}",
+            missing_ok=True,
+        )
         if workload is None:
-            return rollouts.observe(None, [], [], [], kind=kind, name=name,
-                                    expected=objects.replicas)
+            return rollouts.observe(
+                None, [], [], [], kind=kind, name=name, expected=objects.replicas
+            )
         labels = ((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         ns = quote(namespace, safe="")
-        pods = self.transport.items(f"/api/v1/namespaces/{ns}/pods", what=f"list the pods of {name}",
-                                    query=[("labelSelector", selector)])
+        pods = self.transport.items(
+            f"/api/v1/namespaces/{ns}/pods",
+            what=f"list the pods of {name}",
+            query=[("labelSelector", selector)],
+        )
         owners: list[JSON] = []
         if kind == "Deployment":
             uid = (workload.get("metadata") or {}).get("uid")
             owners = [
-                rs for rs in self.transport.items(
+                rs
+                for rs in self.transport.items(
                     f"/apis/apps/v1/namespaces/{ns}/replicasets",
-                    what=f"list the ReplicaSets of {name}", query=[("labelSelector", selector)])
-                if any(o.get("uid") == uid for o in (rs.get("metadata") or {}).get("ownerReferences") or [])
+                    what=f"list the ReplicaSets of {name}",
+                    query=[("labelSelector", selector)],
+                )
+                if any(
+                    o.get("uid") == uid
+                    for o in (rs.get("metadata") or {}).get("ownerReferences") or []
+                )
             ]
-        observed = rollouts.observe(workload, owners, pods, [], kind=kind, name=name,
-                                    expected=objects.replicas)
+        observed = rollouts.observe(
+            workload, owners, pods, [], kind=kind, name=name, expected=objects.replicas
+        )
         if observed.blocker is not None or observed.started:
             return observed
         # Events explain what status may not (yet): a scheduler's or a controller's refusal.
-        events = self.transport.items(f"/api/v1/namespaces/{ns}/events",
-                                      what=f"list the events of {namespace}",
-                                      query=[("fieldSelector", "type=Warning")])
-        return rollouts.observe(workload, owners, pods, events, kind=kind, name=name,
-                                expected=objects.replicas)
+        events = self.transport.items(
+            f"/api/v1/namespaces/{ns}/events",
+            what=f"list the events of {namespace}",
+            query=[("fieldSelector", "type=Warning")],
+        )
+        return rollouts.observe(
+            workload, owners, pods, events, kind=kind, name=name, expected=objects.replicas
+        )
 
     def probe(self, objects: ReleaseObjects) -> ProbeResult:
         return self.prober.probe(objects)

@@ -99,8 +99,7 @@ def connect(
             config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         except ConfigException as exc:
             raise ConfigurationError(
-                "Nebula runs in a cluster but cannot read its service account: "
-                f"{_first_line(exc)}",
+                f"Nebula runs in a cluster but cannot read its service account: {_first_line(exc)}",
                 hint="mount the service account token, or set a kubeconfig context",
             ) from exc
     else:
@@ -112,7 +111,9 @@ def connect(
             )
         try:
             config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(path), context=context, client_configuration=cfg,
+                config_file=str(path),
+                context=context,
+                client_configuration=cfg,
                 persist_config=False,
             )
         except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
@@ -122,12 +123,14 @@ def connect(
                 f"cannot use {which} of the kubeconfig {path}: {_first_line(exc)}",
                 hint="check the context name with `kubectl config get-contexts`",
             ) from exc
-    cfg.retries = ReconnectOnce(total=1, connect=1, read=1, redirect=0, status=0, other=0,
-                                allowed_methods=None)
+    cfg.retries = ReconnectOnce(
+        total=1, connect=1, read=1, redirect=0, status=0, other=0, allowed_methods=None
+    )
     api_client = client.ApiClient(cfg)
     api_client.user_agent = "nebula"
-    return Connection(api_client, in_cluster, None if in_cluster else context, cfg.host,
-                      timeouts or Timeouts())
+    return Connection(
+        api_client, in_cluster, None if in_cluster else context, cfg.host, timeouts or Timeouts()
+    )
 
 
 def _first_line(exc: Exception) -> str:

@@ -92,7 +92,7 @@ class Discovery:
         return Capabilities(self.kube_version(), frozenset(api_versions))
 
     def kube_version(self) -> str:
-        """"1.20": major.minor, without a provider's suffix ("20+" on some managed clusters)."""
+        """ "1.20": major.minor, without a provider's suffix ("20+" on some managed clusters)."""
         if self._version is None:
             info = self._transport.get("/version", what="read the server version") or {}
             major = re.sub(r"\D", "", str(info.get("major", ""))) or "1"
@@ -135,8 +135,9 @@ class Discovery:
             if api_version in self._kinds:
                 return self._kinds[api_version]
         path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-        listed = self._transport.get(path, what=f"discover the resources of {api_version}",
-                                     missing_ok=True)
+        listed = self._transport.get(
+            path, what=f"discover the resources of {api_version}", missing_ok=True
+        )
         kinds = _resources(api_version, listed or {})
         with self._lock:
             self._kinds[api_version] = kinds
@@ -149,8 +150,9 @@ def _resources(api_version: str, listed: JSON) -> dict[str, Resource]:
         name = str(entry.get("name", ""))
         if not name or "/" in name:  # subresources: deployments/scale, pods/log ...
             continue
-        kinds[str(entry["kind"])] = Resource(api_version, str(entry["kind"]), name,
-                                             bool(entry.get("namespaced")))
+        kinds[str(entry["kind"])] = Resource(
+            api_version, str(entry["kind"]), name, bool(entry.get("namespaced"))
+        )
     return kinds
 
 

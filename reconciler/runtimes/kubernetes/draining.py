@@ -54,10 +54,13 @@ class Remover:
             if (obj.get("spec") or {}).get("replicas") == 0:
                 continue
             self._transport.call(
-                "PATCH", resource.item(name, namespace),
+                "PATCH",
+                resource.item(name, namespace),
                 what=f"scale {describe(resource.kind, name, namespace)} to zero",
-                query=[("fieldManager", FIELD_MANAGER)], body={"spec": {"replicas": 0}},
-                content_type=MERGE_PATCH, missing_ok=True,
+                query=[("fieldManager", FIELD_MANAGER)],
+                body={"spec": {"replicas": 0}},
+                content_type=MERGE_PATCH,
+                missing_ok=True,
             )
         return self.delete(namespace, selector)
 
@@ -71,10 +74,14 @@ class Remover:
         for resource, obj in self._found(namespace, selector, KINDS):
             name = _name(obj)
             self._transport.call(
-                "DELETE", resource.item(name, namespace),
+                "DELETE",
+                resource.item(name, namespace),
                 what=f"delete {describe(resource.kind, name, namespace)}",
-                body={"apiVersion": "v1", "kind": "DeleteOptions",
-                      "propagationPolicy": "Background"},
+                body={
+                    "apiVersion": "v1",
+                    "kind": "DeleteOptions",
+                    "propagationPolicy": "Background",
+                },
                 missing_ok=True,
             )
             deleted.append(f"{resource.kind}/{name}")
@@ -98,11 +105,13 @@ class Remover:
                 what=f"list {kind} objects in {namespace}",
                 query=[("labelSelector", selector)],
             )
-            found += [(resource, obj) for obj in items
-                      if not (obj.get("metadata") or {}).get("deletionTimestamp")]
+            found += [
+                (resource, obj)
+                for obj in items
+                if not (obj.get("metadata") or {}).get("deletionTimestamp")
+            ]
         return found
 
 
 def _name(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
-

@@ -65,7 +65,9 @@ def server_message(body: bytes | str | None, *, fields_only: bool = False) -> tu
     reason = str(status.get("reason") or "")
     if fields_only:
         causes = (status.get("details") or {}).get("causes") or []
-        names = sorted({str(c.get("field")) for c in causes if isinstance(c, dict) and c.get("field")})
+        names = sorted(
+            {str(c.get("field")) for c in causes if isinstance(c, dict) and c.get("field")}
+        )
         return reason, f"invalid fields: {', '.join(names)}" if names else ""
     return reason, " ".join(str(status.get("message") or "").split())
 
@@ -84,8 +86,10 @@ def from_status(
     said = f"{status} {reason}".strip() + (f": {detail}" if detail else "")
     if status == 401:
         return UnreachableError(
-            redact(f"Kubernetes API refused our credentials while trying to {what} ({said}); "
-                   "check the kubeconfig user or the service account token"),
+            redact(
+                f"Kubernetes API refused our credentials while trying to {what} ({said}); "
+                "check the kubeconfig user or the service account token"
+            ),
             status=status,
         )
     if status >= 500 or status in TRANSIENT_STATUSES:
@@ -96,8 +100,9 @@ def from_status(
         code = Blocker.CONFIGURATION.value
     else:
         code = blocker.value if blocker is not None else PermanentError.code
-    return PermanentError(redact(f"Kubernetes API refused to {what}: {said}"), code=code,
-                          status=status)
+    return PermanentError(
+        redact(f"Kubernetes API refused to {what}: {said}"), code=code, status=status
+    )
 
 
 def from_exception(
@@ -136,7 +141,9 @@ def _describe(exc: BaseException | None) -> str:
     """A short cause without urllib3's connection-object reprs (``<HTTPSConnection at 0x..>``)."""
     if exc is None:
         return "no answer"
-    if isinstance(exc, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError):
+    if isinstance(
+        exc, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError
+    ):
         text = str(exc).split(": ", 1)[-1]
     elif isinstance(exc, urllib3.exceptions.ProtocolError) and exc.args:
         text = str(exc.args[0])

@@ -52,9 +52,13 @@ def status(
     started = rollouts.parse_time((job.get("status") or {}).get("startTime"))
     if started is not None and now > started + timedelta(seconds=deadline) + grace:
         return JobStatus(JobPhase.FAILED, timed_out(name, deadline))
-    running = sum(1 for p in rollouts.live(pods) if (p.get("status") or {}).get("phase") == "Running")
-    return JobStatus(JobPhase.RUNNING, f"Release command running (Job {name}, "
-                                       f"{running} pod{'s' if running != 1 else ''} running)")
+    running = sum(
+        1 for p in rollouts.live(pods) if (p.get("status") or {}).get("phase") == "Running"
+    )
+    return JobStatus(
+        JobPhase.RUNNING,
+        f"Release command running (Job {name}, {running} pod{'s' if running != 1 else ''} running)",
+    )
 
 
 def timed_out(name: str, seconds: int) -> str:

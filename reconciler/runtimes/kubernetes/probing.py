@@ -76,8 +76,10 @@ class ServiceProxyProber:
             shown = path if objects.probe is ProbeKind.HTTP else "a TCP connect"
             return ProbeResult(True, f"{where}: {shown} answered {answer.status}")
         said = (failures.server_message(answer.body)[1] or answer.text())[:200]
-        if objects.probe is ProbeKind.TCP and any(m in said for m in NOT_HTTP) and not any(
-            m in said for m in NOT_DIALLED
+        if (
+            objects.probe is ProbeKind.TCP
+            and any(m in said for m in NOT_HTTP)
+            and not any(m in said for m in NOT_DIALLED)
         ):
             return ProbeResult(True, f"{where}: TCP connection accepted")
         if objects.probe is ProbeKind.TCP:

@@ -77,8 +77,10 @@ def refusal(quota: JSON, needed: Mapping[str, Decimal]) -> str | None:
     for key, value in sorted(hard.items()):
         wanted = needed.get(QUOTA_KEYS.get(key, ""), Decimal(0))
         if QUOTA_KEYS.get(key) and wanted > parse_quantity(value):
-            return (f"The release needs {_show(key, wanted)} {key} but ResourceQuota {name} "
-                    f"allows at most {value}")
+            return (
+                f"The release needs {_show(key, wanted)} {key} but ResourceQuota {name} "
+                f"allows at most {value}"
+            )
     return None
 
 

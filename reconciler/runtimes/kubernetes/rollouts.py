@@ -26,11 +26,18 @@ from reconciler.runtimes.cluster import Rollout
 JSON = Mapping[str, Any]
 
 IMAGE_PULL_REASONS = frozenset(
-    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
-     "RegistryUnavailable"}
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "RegistryUnavailable",
+    }
 )
 # Waiting reasons of a container whose image is on the node: it was started at least once.
-STARTED_WAITING_REASONS = frozenset({"CrashLoopBackOff", "RunContainerError", "CreateContainerError"})
+STARTED_WAITING_REASONS = frozenset(
+    {"CrashLoopBackOff", "RunContainerError", "CreateContainerError"}
+)
 INSUFFICIENT = ("Insufficient ", "Too many pods")
 QUOTA = "exceeded quota"
 
@@ -58,7 +65,8 @@ def name_of(obj: JSON) -> str:
 def live(pods: Iterable[JSON]) -> list[JSON]:
     """Pods that count: not being deleted, not finished."""
     return [
-        p for p in pods
+        p
+        for p in pods
         if not (p.get("metadata") or {}).get("deletionTimestamp")
         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
     ]
@@ -97,9 +105,12 @@ def past_image_pull(pod: JSON) -> bool:
     for status in statuses:
         state = status.get("state") or {}
         reason, _ = waiting(status)
-        if not (state.get("running") or state.get("terminated")
-                or (status.get("lastState") or {}).get("terminated")
-                or reason in STARTED_WAITING_REASONS):
+        if not (
+            state.get("running")
+            or state.get("terminated")
+            or (status.get("lastState") or {}).get("terminated")
+            or reason in STARTED_WAITING_REASONS
+        ):
             return False
     return True
 
@@ -121,16 +132,22 @@ def scheduling_problem(pods: Iterable[JSON], events: Iterable[JSON]) -> str | No
     for pod in pods:
         names.add(name_of(pod))
         scheduled = condition(pod, "PodScheduled")
-        if (scheduled is not None and scheduled.get("status") == "False"
-                and scheduled.get("reason") == "Unschedulable"):
+        if (
+            scheduled is not None
+            and scheduled.get("status") == "False"
+            and scheduled.get("reason") == "Unschedulable"
+        ):
             message = " ".join(str(scheduled.get("message") or "").split())
             if any(marker in message for marker in INSUFFICIENT):
                 return f"Cannot schedule pod {name_of(pod)}: {message}"
     for event in events:
         involved = event.get("involvedObject") or {}
         message = " ".join(str(event.get("message") or "").split())
-        if (event.get("reason") == "FailedScheduling" and involved.get("name") in names
-                and any(marker in message for marker in INSUFFICIENT)):
+        if (
+            event.get("reason") == "FailedScheduling"
+            and involved.get("name") in names
+            and any(marker in message for marker in INSUFFICIENT)
+        ):
             return f"Cannot schedule pod {involved.get('name')}: {message}"
     return None
 
@@ -158,8 +175,9 @@ def crash_loop(pods: Iterable[JSON]) -> str | None:
             reason, message = waiting(status)
             if reason == "CrashLoopBackOff":
                 restarts = int(status.get("restartCount") or 0)
-                return (f"CrashLoopBackOff on pod {name_of(pod)} (restarted {restarts} times)"
-                        + (f": {message}" if message else ""))
+                return f"CrashLoopBackOff on pod {name_of(pod)} (restarted {restarts} times)" + (
+                    f": {message}" if message else ""
+                )
     return None
 
 
@@ -182,8 +200,9 @@ def observe(
     ready_pods = [p for p in current if is_ready(p)]
     ready_since = None
     if len(ready_pods) >= desired:
-        times = [parse_time((condition(p, "Ready") or {}).get("lastTransitionTime"))
-                 for p in ready_pods]
+        times = [
+            parse_time((condition(p, "Ready") or {}).get("lastTransitionTime")) for p in ready_pods
+        ]
         stamps = [t for t in times if t is not None]
         created = parse_time((workload.get("metadata") or {}).get("creationTimestamp"))
         ready_since = max(stamps) if stamps else created

@@ -70,26 +70,49 @@ class Transport:
         refusal that names no better one; ``sensitive`` keeps the server's words out of the
         message (they may quote a Secret's values back).
         """
-        answer = self.raw(method, path, what=what, query=query, body=body,
-                          content_type=content_type, blocker=blocker)
+        answer = self.raw(
+            method,
+            path,
+            what=what,
+            query=query,
+            body=body,
+            content_type=content_type,
+            blocker=blocker,
+        )
         if answer.status == 404 and missing_ok:
             return None
         if answer.status >= 400:
-            raise failures.from_status(answer.status, answer.body, what=what, blocker=blocker,
-                                       redact=self.redactor(), sensitive=sensitive)
+            raise failures.from_status(
+                answer.status,
+                answer.body,
+                what=what,
+                blocker=blocker,
+                redact=self.redactor(),
+                sensitive=sensitive,
+            )
         if not answer.body:
             return {}
         try:
             decoded = json.loads(answer.body)
         except ValueError as exc:
-            raise TransientError(f"Kubernetes API answered a request to {what} with something "
-                                 "that is not JSON", status=answer.status) from exc
+            raise TransientError(
+                f"Kubernetes API answered a request to {what} with something that is not JSON",
+                status=answer.status,
+            ) from exc
         return decoded if isinstance(decoded, dict) else {"items": decoded}
 
-    def get(self, path: str, *, what: str, query: Query = (), missing_ok: bool = False,
-            blocker: Blocker | None = None) -> JSON | None:
-        return self.call("GET", path, what=what, query=query, missing_ok=missing_ok,
-                         blocker=blocker)
+    def get(
+        self,
+        path: str,
+        *,
+        what: str,
+        query: Query = (),
+        missing_ok: bool = False,
+        blocker: Blocker | None = None,
+    ) -> JSON | None:
+        return self.call(
+            "GET", path, what=what, query=query, missing_ok=missing_ok, blocker=blocker
+        )
 
     def items(self, path: str, *, what: str, query: Query = ()) -> list[JSON]:
         """A list's items (a namespace that does not exist lists nothing)."""
@@ -114,12 +137,17 @@ class Transport:
             headers["Content-Type"] = content_type
         try:
             request = self._client.param_serialize(
-                method, path, query_params=list(query), header_params=headers, body=body,
+                method,
+                path,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
                 auth_settings=["BearerToken"],
             )
             response = self._client.call_api(*request, _request_timeout=self._timeout)
             data = response.read() or b""  # type: ignore[no-untyped-call]
             return Answer(int(response.status), bytes(data))
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            raise failures.from_exception(exc, what=what, blocker=blocker,
-                                          redact=self.redactor()) from exc
+            raise failures.from_exception(
+                exc, what=what, blocker=blocker, redact=self.redactor()
+            ) from exc
