@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Text, cast, func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
@@ -92,26 +93,23 @@ class SimulatedCluster:
             )
         ).first()
 
-    def _put(
-        self, session: Session, namespace: str, kind: str, name: str, body: Manifest
-    ) -> schema.ClusterObject:
-        row = self._get(session, namespace, kind, name)
+    def _put(self, session: Session, namespace: str, kind: str, name: str, body: Manifest) -> None:
+        """Server-side apply: created, or updated when the body differs (an identical apply
+        changes nothing). One statement either way; two replicas applying one object at the
+        same moment both succeed, the later body winning, as on a real API server."""
         now = self.clock.now()
-        if row is None:
-            row = schema.ClusterObject(
-                namespace=namespace, kind=kind, name=name, body=body, created_at=now, updated_at=now
+        insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
+        statement = insert(schema.ClusterObject).values(
+            namespace=namespace, kind=kind, name=name, body=body, created_at=now, updated_at=now
+        )
+        session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["namespace", "kind", "name"],
+                set_={"body": statement.excluded.body, "updated_at": now},
+                # (JSON has no equality on PostgreSQL: compared as the text it was written as)
+                where=cast(schema.ClusterObject.body, Text) != cast(statement.excluded.body, Text),
             )
-            try:
-                with session.begin_nested():  # another replica may be creating it right now
-                    session.add(row)
-            except IntegrityError:
-                row = self._get(session, namespace, kind, name)
-                assert row is not None, "created by another replica"
-        if row.body != body:  # server-side apply: an identical apply changes nothing
-            row.body = body
-            row.updated_at = now
-        session.flush()
-        return row
+        )
 
     def _delete(self, session: Session, namespace: str, kind: str, name: str) -> bool:
         row = self._get(session, namespace, kind, name)
@@ -121,9 +119,15 @@ class SimulatedCluster:
         return False
 
     def _record(self, session: Session, entry: str) -> None:
-        count = session.query(schema.ClusterObject).filter(schema.ClusterObject.kind == LOG).count()
-        # Ordered by the count; the suffix keeps two replicas counting at once from colliding.
-        self._put(session, "", LOG, f"{count:09d}-{uuid.uuid4().hex[:8]}", {"entry": entry})
+        # Numbered after the last entry (an index lookup, not a count of the whole log); the
+        # suffix keeps two replicas numbering at once from colliding.
+        last = session.scalar(
+            select(func.max(schema.ClusterObject.name)).where(
+                schema.ClusterObject.namespace == "", schema.ClusterObject.kind == LOG
+            )
+        )
+        number = int(last[:9]) + 1 if last else 0
+        self._put(session, "", LOG, f"{number:09d}-{uuid.uuid4().hex[:8]}", {"entry": entry})
 
     def _session(self) -> Any:
         return self.db.transaction()

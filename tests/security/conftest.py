@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.security import flow
+from tests.security.installation import Recorded
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> flow.Recorded:
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     return flow.run(tmp_path_factory.mktemp("canaries"))

@@ -9,19 +9,15 @@ redeploy, cancel, ``nebula render``, every listing in text and JSON, and the pag
 Then ``nebula serve --log-level debug`` as a process on the same store, with the same
 secrets in its environment: it polls, deploys, posts to Slack and serves while every page
 and API document is fetched. Its log is recorded as the operator would read it.
+
+The installation and the ``nebula.toml`` texts live in ``installation.py``, the served phase
+in ``served.py``, and the crawl both phases share in ``crawling.py``; this module holds the
+in-process phase, the store dump, and ``run``, which drives the whole flow.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import re
-import shutil
-import signal
-import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,166 +33,25 @@ from reconciler.clock import FakeClock
 from reconciler.settings import Settings
 from reconciler.store import schema
 from reconciler.web.app import create_app
-from tests.plugins.git import GitHttpServer, GitRepo, free_port
-from tests.plugins.nebula import DIGEST_A, DIGEST_B, DIGEST_C, Nebula, image
-from tests.plugins.slack import CHANNEL_ID, SlackServer, signed_headers, slack_interaction
-from tests.security.world import (
-    Canaries,
-    Operator,
-    Outputs,
-    recording_logs,
+from tests.plugins.nebula import Nebula
+from tests.plugins.slack import signed_headers, slack_interaction
+from tests.security.crawling import crawl_api, crawl_pages, shown
+from tests.security.installation import (
+    API_BROKEN,
+    API_LATER,
+    API_NEXT,
+    Installation,
+    Recorded,
+    blog_toml,
+    shop_toml,
 )
+from tests.security.served import serve_phase
+from tests.security.world import Operator, recording_logs
 from tests.web.world import AppServer
 
-API_GOOD = image("api", DIGEST_A)
-API_NEXT = image("api", DIGEST_B)
-API_LATER = image("api", DIGEST_C)
-API_BROKEN = image("api", "sha256:" + "e" * 64)
-FAULTS_TOML = f'[images."{API_BROKEN}"]\nfail = "image-pull"\n'
-PUBLIC_URL = "https://nebula.example.com"
 # Tables whose job is to hold secret values: the encrypted secrets, and the simulated
 # cluster's objects (its Kubernetes Secrets carry the values, as a real cluster's do).
 SECRET_HOLDING_TABLES = {"secrets", "simulated_objects"}
-
-
-def shop_toml(api_image: str = API_GOOD, level: str = "info") -> str:
-    return f'''
-[project]
-name = "Shop"
-
-[environments.staging]
-
-[environments.production]
-protected = true
-
-[databases.db]
-
-[services.api]
-image = "{api_image}"
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-
-[services.api.variables]
-LOG_LEVEL = "{level}"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-PGPASSWORD = "${{{{ db.PGPASSWORD }}}}"
-STRIPE_KEY = "${{{{ secret.STRIPE_KEY }}}}"
-'''
-
-
-def blog_toml(level: str = "info") -> str:
-    return f'''
-[environments.staging]
-
-[services.web]
-image = "{image("blog")}"
-
-[services.web.processes.main]
-type = "http"
-port = 8000
-
-[services.web.variables]
-LOG_LEVEL = "{level}"
-'''
-
-
-@dataclass
-class Recorded:
-    canaries: Canaries
-    outputs: Outputs
-    store_dump: list[tuple[str, str]] = field(default_factory=list)  # (table.column#id, text)
-    api_token_rows: list[dict[str, Any]] = field(default_factory=list)
-    tokens: dict[str, str] = field(default_factory=dict)
-    slack_calls: int = 0
-    pages: int = 0
-    api_documents: int = 0
-    serve_polled: bool = False
-    projects: dict[str, dict[str, Any]] = field(default_factory=dict)  # slug -> project JSON
-
-
-class Installation:
-    """The servers and the store the flow runs against."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.canaries = Canaries()
-        self.outputs = Outputs()
-        self.state = tmp / "state"
-        self.faults = tmp / "faults.toml"
-        self.faults.write_text(FAULTS_TOML, encoding="utf-8")
-        self.served = tmp / "served"
-        self.served.mkdir()
-        # Two git servers: one wants the token from NEBULA_GIT_CREDENTIALS, the other the
-        # password written in the project's URL.
-        self.git_token_server = GitHttpServer(self.served, token=self.canaries.git_token).start()
-        self.git_url_server = GitHttpServer(self.served, token=self.canaries.url_password).start()
-        self.shop = GitRepo(self.served / "shop.git", bare=True)
-        self.blog = GitRepo(self.served / "blog.git", bare=True)
-        self.slack = SlackServer(token=self.canaries.slack_token)
-        self.dead_port = free_port()  # nothing listens here
-
-    def close(self) -> None:
-        self.slack.stop()
-        self.git_token_server.stop()
-        self.git_url_server.stop()
-
-    @property
-    def shop_url(self) -> str:
-        return self.git_token_server.url("shop.git")
-
-    @property
-    def blog_url(self) -> str:
-        return self.git_url_server.url("blog.git", userinfo=f"deploy:{self.canaries.url_password}")
-
-    @property
-    def ghost_url(self) -> str:
-        return (
-            f"https://deploy:{self.canaries.dead_url_password}@127.0.0.1:{self.dead_port}/ghost.git"
-        )
-
-    @property
-    def locked_url(self) -> str:
-        wrong = self.canaries.wrong_url_password
-        return self.git_url_server.url("blog.git", userinfo=f"deploy:{wrong}")
-
-    @property
-    def git_credentials(self) -> str:
-        return f"127.0.0.1:{self.git_token_server.port}={self.canaries.git_token}"
-
-    def settings(self) -> Settings:
-        return Settings(
-            database_url=f"sqlite:///{self.state / 'nebula.db'}",
-            state_dir=self.state,
-            secret_key=self.canaries.secret_key,
-            slack_bot_token=self.canaries.slack_token,
-            slack_signing_secret=self.canaries.slack_signing_secret,
-            slack_api_url=self.slack.base_url,
-            slack_channel=CHANNEL_ID,
-            public_url=PUBLIC_URL,
-            git_credentials=self.git_credentials,
-            simulated_delay=timedelta(0),
-            simulated_faults=str(self.faults),
-        )
-
-    def serve_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NEBULA_")}
-        env.update(
-            NEBULA_DATABASE_URL=f"sqlite:///{self.state / 'nebula.db'}",
-            NEBULA_STATE_DIR=str(self.state),
-            NEBULA_SECRET_KEY=self.canaries.secret_key,
-            NEBULA_SLACK_BOT_TOKEN=self.canaries.slack_token,
-            NEBULA_SLACK_SIGNING_SECRET=self.canaries.slack_signing_secret,
-            NEBULA_SLACK_API_URL=self.slack.base_url,
-            NEBULA_SLACK_CHANNEL=CHANNEL_ID,
-            NEBULA_PUBLIC_URL=PUBLIC_URL,
-            NEBULA_GIT_CREDENTIALS=self.git_credentials,
-            NEBULA_CLUSTER="simulated",
-            NEBULA_SIMULATED_DELAY="0s",
-            NEBULA_SIMULATED_FAULTS=str(self.faults),
-        )
-        return env
 
 
 # -- the in-process phase ----------------------------------------------------------------
@@ -228,7 +83,7 @@ class InProcess:
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         response = self.http.request(method, path, **kwargs)
-        self.outputs.add("http", f"{method} {path} -> {response.status_code}", _shown(response))
+        self.outputs.add("http", f"{method} {path} -> {response.status_code}", shown(response))
         return response
 
     def api(self, method: str, path: str, who: str | None, **kwargs: Any) -> httpx.Response:
@@ -470,166 +325,6 @@ class InProcess:
         )
         self.request("GET", "/metrics")
         self.request("GET", "/healthz")
-
-
-def _shown(response: httpx.Response) -> str:
-    headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items())
-    return f"{headers}\n\n{response.text}"
-
-
-def crawl_pages(get: Any) -> int:
-    """Follow every same-site link from ``/``; returns how many pages were fetched."""
-    seen: set[str] = set()
-    queue = ["/"]
-    while queue and len(seen) < 400:
-        path = queue.pop(0)
-        if path in seen:
-            continue
-        seen.add(path)
-        response = get("GET", path)
-        if "html" not in response.headers.get("content-type", ""):
-            continue
-        for link in re.findall(r'(?:href|src)="(/[^"#]*)"', response.text):
-            if link not in seen and not link.startswith("/api/docs"):
-                queue.append(link)
-    return len(seen)
-
-
-def crawl_api(get: Any) -> int:
-    """Every listing of the JSON API and every object in it, by id."""
-    count = 0
-
-    def fetch(path: str) -> Any:
-        nonlocal count
-        count += 1
-        response = get("GET", path)
-        return response.json() if response.status_code == 200 else {}
-
-    fetch("/openapi.json")
-    for p in fetch("/api/v1/projects").get("projects", []):
-        fetch(f"/api/v1/projects/{p['slug']}")
-        fetch(f"/api/v1/projects/{p['slug']}/status")
-        fetch(f"/api/v1/status?project={p['slug']}")
-        fetch(f"/api/v1/deployments?project={p['slug']}")
-    fetch("/api/v1/status")
-    for d in fetch("/api/v1/deployments?limit=5000").get("deployments", []):
-        fetch(f"/api/v1/deployments/{d['id']}")
-    for cs in fetch("/api/v1/changesets").get("changesets", []):
-        fetch(f"/api/v1/changesets/{cs['id']}")
-    for a in fetch("/api/v1/approvals").get("approvals", []):
-        fetch(f"/api/v1/approvals/{a['id']}")
-    return count
-
-
-# -- the ``nebula serve`` phase -----------------------------------------------------------
-
-
-def nebula_command() -> list[str]:
-    found = shutil.which("nebula") or str(Path(sys.executable).with_name("nebula"))
-    if Path(found).exists():
-        return [found]
-    return [sys.executable, "-c", "from reconciler.cli.main import main; raise SystemExit(main())"]
-
-
-class Served:
-    """``nebula serve --log-level debug`` on the flow's store, stopped with SIGTERM."""
-
-    def __init__(self, inst: Installation) -> None:
-        self.inst = inst
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = inst.tmp / "serve.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Served:
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [*nebula_command(), "serve", "--port", str(self.port), "--log-level", "debug"],
-                env=self.inst.serve_env(),
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"nebula serve exited {self.process.returncode}:\n{self.logs()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self
-            time.sleep(0.1)
-        raise RuntimeError(f"nebula serve did not answer within 60 s:\n{self.logs()}")
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
-    def logs(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-
-def serve_phase(inst: Installation, record: Recorded) -> None:
-    """A new push, polled and deployed by ``nebula serve``; an approval decided through its
-    API; every page and document fetched while it works."""
-    inst.shop.commit({"nebula.toml": shop_toml(API_NEXT, "error")}, "Served push")
-    inst.blog.commit({"nebula.toml": blog_toml("debug")}, "Served blog push")
-    outputs = inst.outputs
-    with Served(inst) as served, httpx.Client(base_url=served.url, timeout=10) as http:
-
-        def get(method: str, path: str, **kwargs: Any) -> httpx.Response:
-            response = http.request(method, path, **kwargs)
-            outputs.add(
-                "serve-http", f"{method} {path} -> {response.status_code}", _shown(response)
-            )
-            return response
-
-        def status(slug: str) -> dict[str, Any]:
-            found: dict[str, Any] = get("GET", f"/api/v1/projects/{slug}").json()["project"]
-            return found
-
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            commit = inst.shop.head()
-            if status("shop")["commit"] == commit and status("ghost")["blocker"]:
-                break
-            time.sleep(0.2)
-        record.serve_polled = status("shop")["commit"] == inst.shop.head()
-        pending = [
-            a
-            for a in get("GET", "/api/v1/approvals?state=pending").json()["approvals"]
-            if a["project"] == "shop"
-        ]
-        token = inst.canaries.learnt["alice_token"]
-        for a in pending:
-            get(
-                "POST",
-                f"/api/v1/approvals/{a['id']}/approve",
-                headers={"Authorization": f"Bearer {token}"},
-            )
-        get("POST", "/api/v1/approvals/1/approve", headers={"Authorization": f"Bearer {token}x"})
-        get("POST", "/api/v1/deployments/1/cancel", headers={"Authorization": "Basic Zm9vOmJhcg=="})
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            moving = [
-                d
-                for d in get("GET", "/api/v1/deployments?project=shop").json()["deployments"]
-                if d["state"] not in ("healthy", "failed", "cancelled", "superseded", "rejected")
-                and d["state"] != "awaiting-approval"
-            ]
-            if not moving:
-                break
-            time.sleep(0.2)
-        time.sleep(2.5)  # one outbox round (every 2 s) for what the approval changed
-        record.pages += crawl_pages(get)
-        record.api_documents += crawl_api(get)
-        get("GET", "/metrics")
-    outputs.add("serve-log", "nebula serve --log-level debug (stdout and stderr)", served.logs())
 
 
 # -- the whole flow ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.flow import Recorded
+from tests.security.installation import Recorded
 from tests.security.world import leaks
 
 

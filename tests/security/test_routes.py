@@ -15,7 +15,7 @@ from reconciler.web.app import create_app
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import nebula_with
 from tests.security.acting import Acting, build
-from tests.security.flow import crawl_pages
+from tests.security.crawling import crawl_pages
 from tests.security.world import app_routes
 
 WRITE_PREFIXES = ("/api/", "/hooks/", "/slack/")
