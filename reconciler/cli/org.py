@@ -9,6 +9,7 @@ from reconciler.admin import members, policies, projects, secrets
 from reconciler.cli import common, output
 from reconciler.core.states import Role
 from reconciler.errors import ConfigurationError, ForbiddenError
+from reconciler.gitops import approvals
 from reconciler.store import schema
 
 
@@ -81,6 +82,7 @@ def register(subparsers: common.Subparsers) -> None:
 def member_add(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
         member = members.add(session, ctx.clock, args.name, args.role, args.slack_id)
+        approvals.refresh_waiting(session, ctx.clock)
         data = {"name": member.name, "role": member.role, "slack_id": member.slack_id}
     if args.json:
         output.print_json({"member": data})
@@ -119,8 +121,9 @@ def token_create(args: argparse.Namespace) -> int:
 
 
 def policy_set(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.transaction(args) as (ctx, session):
         value = policies.set_policy(session, args.key, args.value)
+        approvals.refresh_waiting(session, ctx.clock)
     print(f"{args.key} = {str(value).lower()}")
     return 0
 

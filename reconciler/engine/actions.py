@@ -15,7 +15,7 @@ from reconciler.admin import projects
 from reconciler.context import Context
 from reconciler.core.states import ApprovalTarget, DeploymentKind, ReleaseStatus
 from reconciler.engine import guards, recording, releases, requests
-from reconciler.errors import NotFoundError, RefusedError
+from reconciler.errors import ConfigurationError, NotFoundError, RefusedError
 from reconciler.gitops import approvals
 from reconciler.model.specs import ServiceSpec
 from reconciler.store import schema
@@ -133,6 +133,13 @@ def promote(
 ) -> Requested:
     from reconciler.gitops.staging import recorded_config
 
+    if source_env == target_env:
+        raise ConfigurationError(
+            f"Cannot promote {service} from {source_env} to itself: --from and --to must be "
+            "different environments",
+            hint=f"to deploy the same image again, use: nebula redeploy {slug} {service} "
+            f"--env {source_env}",
+        )
     source = _unit(session, slug, service, source_env)
     if source.active_release is None:
         raise RefusedError(

@@ -136,9 +136,23 @@ def enter_pending(
 def _end_approval(
     session: Session, clock: Clock, deployment: schema.Deployment, actor: str | None
 ) -> None:
-    from reconciler.gitops import approvals
+    from reconciler.gitops import approvals, changesets
 
     approvals.cancel_for(session, clock, "deployment", deployment.id, actor=actor)
+    changeset = session.get(schema.ChangeSet, deployment.changeset_id or -1)
+    if changeset is not None and changeset.state in changesets.OPEN:
+        # A change set is approved and applied whole: with one of its deployments ended before
+        # that, what it would apply is no longer what was staged. Discarded, its approval and
+        # other waiting deployments end with it, and it is not recorded as applied, so the next
+        # push stages its changes again against what really runs.
+        changesets.discard(
+            session,
+            clock,
+            changeset,
+            f"Discarded: its deployment of {deployment.unit.name} {deployment.release.name} "
+            f"ended {deployment.state} ({deployment.message})",
+            actor=actor,
+        )
 
 
 def cancel(

@@ -168,6 +168,7 @@ def apply(
         result.ended = complete(session, ctx, changeset, actor=requester)
     else:
         changeset.state = ChangeSetState.PENDING_APPROVAL.value
+        changeset.note = None  # why it was held (a freeze, the cap) is past: it is applied now
         events.record(
             session,
             ctx.clock.now(),

@@ -12,12 +12,13 @@ from sqlalchemy.orm import Session
 from reconciler import events, notices
 from reconciler.admin import members, policies
 from reconciler.clock import Clock
-from reconciler.core import approving
+from reconciler.core import approving, messages
 from reconciler.core.states import (
     ApprovalState,
     ApprovalTarget,
     DecisionChannel,
     DeploymentKind,
+    DeploymentState,
 )
 from reconciler.errors import NotFoundError
 from reconciler.settings import Settings
@@ -189,3 +190,27 @@ def due(session: Session, clock: Clock) -> list[schema.Approval]:
 
 
 TARGETS = ApprovalTarget
+
+
+def refresh_waiting(session: Session, clock: Clock) -> int:
+    """After a member or a policy changes: a deployment that said no one else could approve it
+    says again what is true now (another admin was added, or self-approval allowed)."""
+    from reconciler.engine import recording
+
+    waiting = session.scalars(
+        select(schema.Deployment).where(
+            schema.Deployment.state == DeploymentState.AWAITING_APPROVAL.value,
+            schema.Deployment.message == messages.ONLY_ADMIN,
+        )
+    ).all()
+    changed = 0
+    for deployment in waiting:
+        approval = pending_for(session, ApprovalTarget.DEPLOYMENT.value, deployment.id)
+        if approval is None:
+            continue
+        outcome = evaluate(session, DeploymentKind(deployment.kind), approval.requested_by, ())
+        # (A rule that would now pass it at once does not decide it after the fact: the
+        # requester can approve it now, and the message says it waits.)
+        message = outcome.message if outcome.rule is None else messages.WAITING_FOR_APPROVAL
+        changed += recording.note(session, clock, deployment, blocker=None, message=message)
+    return changed

@@ -247,6 +247,12 @@ def test_promote_makes_a_new_release_in_the_target_from_the_source_image(
         nebula.unit("production", "api")["active_release"],
         nebula.unit("production", "api")["image"],
     ) == ("r-1", API)
+    itself = nebula.cli("promote shop api --from staging --to staging --as ada")
+    assert (itself.code, itself.err) == (
+        1,
+        "error: Cannot promote api from staging to itself: --from and --to must be different "
+        "environments\n",
+    )
     response = nebula.json("promote shop api --from staging --to production --as ada")
     promoted = response["deployment"]
     assert (promoted["environment"], promoted["release"], promoted["kind"], promoted["image"]) == (

@@ -98,8 +98,21 @@ def test_a_request_by_the_only_admin_says_no_one_else_can_approve(live: Nebula) 
     assert own.err == (
         "error: Your policy forbids approving your own deploys: someone else must approve this request.\n"
     )
+    live.ok("member add cy --role member")  # cannot approve: nothing changes
+    assert live.unit("production", "api")["deployment"]["message"] == ONLY_ADMIN
     live.ok("member add bo --role owner")
+    assert live.unit("production", "api")["deployment"]["message"] == "Waiting for approval"
     live.ok(f"approve {out['approval']['id']} --as bo")
+    live.settle()
+    assert live.unit("production", "api")["active_release"] == "r-2"
+
+
+def test_allowing_self_approval_updates_what_a_waiting_request_says(live: Nebula) -> None:
+    out = live.ok("redeploy shop api --env production --as ada --json").json
+    assert out["deployment"]["message"] == ONLY_ADMIN
+    live.ok("policy set forbid_self_approval false")
+    assert live.unit("production", "api")["deployment"]["message"] == "Waiting for approval"
+    live.ok(f"approve {out['approval']['id']} --as ada")
     live.settle()
     assert live.unit("production", "api")["active_release"] == "r-2"
 
@@ -176,6 +189,45 @@ def test_approving_ends_older_pending_requests_for_the_same_service(live: Nebula
     assert (shown["state"], shown["message"]) == ("superseded", "Superseded by r-3")
 
 
+def test_a_change_set_whose_deployment_is_superseded_is_discarded_and_staged_again(
+    live: Nebula, git_repo: GitRepo
+) -> None:
+    """A redeploy approved while a push's change set waits: that change set can no longer be
+    applied as staged, so it ends with its approval, and the next push proposes it again."""
+    live.ok("member add bo --role admin")
+    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
+    live.reconcile()
+    [waiting] = pending(live)
+    changeset = next(c for c in live.changesets() if c["id"] == waiting["target_id"])
+    staged = next(d for d in live.deployments() if d["state"] == "awaiting-approval")
+    redeploy = live.ok("redeploy shop api --env production --as ada --json").json
+    out = live.ok(f"approve {redeploy['approval']['id']} --as bo --json").json
+    assert [e["id"] for e in out["ended"]] == [staged["id"]]
+
+    note = (
+        f"Discarded: its deployment of api {staged['release']} ended superseded "
+        f"(Superseded by {redeploy['deployment']['release']})"
+    )
+    ended = next(c for c in live.changesets() if c["id"] == changeset["id"])
+    assert (ended["state"], ended["message"]) == ("discarded", note)
+    closed = next(a for a in live.approvals() if a["id"] == waiting["id"])
+    assert closed["state"] == "cancelled"
+    late = live.cli(f"approve {waiting['id']} --as bo")
+    assert (
+        late.code,
+        late.err.startswith(f"error: Approval {waiting['id']} is already cancelled"),
+    ) == (1, True)
+    live.settle()
+
+    git_repo.commit({"nebula.toml": with_log_level("debug") + "\n# a comment\n"}, "again")
+    live.reconcile()
+    [again] = [c for c in live.changesets() if c["state"] == "pending-approval"]
+    assert again["environment"] == "production"
+    assert [(ln["service"], ln["field"], ln["after"]) for ln in again["lines"]] == [
+        ("api", "variables.LOG_LEVEL", "debug")
+    ]
+
+
 def test_an_undecided_approval_expires_and_cancels_its_target(
     live: Nebula, git_repo: GitRepo
 ) -> None:
@@ -242,6 +294,12 @@ def test_a_freeze_refuses_pushes_and_approvals(live: Nebula, git_repo: GitRepo) 
     windows = live.json("freeze list")["freezes"]
     live.ok(f"freeze remove {windows[0]['id']}")
     live.ok(f"changeset apply {latest['id']}")
+    applied = next(c for c in live.changesets() if c["id"] == latest["id"])
+    assert (applied["state"], applied["note"], applied["message"]) == (
+        "pending-approval",
+        None,
+        "warn",
+    )
 
 
 def test_the_concurrency_cap_refuses_past_the_limit_on_every_path(

@@ -393,6 +393,13 @@ def test_promote_in_a_protected_environment_waits_for_approval(
             422,
             "body.to: Field required",
         ),
+        (
+            "/api/v1/projects/shop/services/api/promote",
+            {"from": "staging", "to": "staging"},
+            422,
+            "Cannot promote api from staging to itself: --from and --to must be different "
+            "environments",
+        ),
     ],
 )
 def test_refused_and_invalid_requests(
