@@ -15,7 +15,7 @@ from reconciler.admin import projects
 from reconciler.context import Context
 from reconciler.core.states import ApprovalTarget, DeploymentKind, ReleaseStatus
 from reconciler.engine import guards, recording, releases, requests
-from reconciler.errors import ConfigurationError, NotFoundError, RefusedError
+from reconciler.errors import NotFoundError, RefusedError
 from reconciler.gitops import approvals
 from reconciler.model.specs import ServiceSpec
 from reconciler.store import schema
@@ -134,9 +134,11 @@ def promote(
     from reconciler.gitops.staging import recorded_config
 
     if source_env == target_env:
-        raise ConfigurationError(
+        # Refused (409), not invalid input: the request is well formed, what it asks is not.
+        raise RefusedError(
             f"Cannot promote {service} from {source_env} to itself: --from and --to must be "
             "different environments",
+            code="conflict",
             hint=f"to deploy the same image again, use: nebula redeploy {slug} {service} "
             f"--env {source_env}",
         )

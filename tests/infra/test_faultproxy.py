@@ -95,7 +95,10 @@ def test_watches_stream_through_the_proxy(
 
     def follow() -> None:
         stream = watch.Watch().stream(
-            core.list_namespaced_config_map, kube_namespace, timeout_seconds=10
+            # Generous: on a loaded 2-core machine the API server can take seconds to answer.
+            core.list_namespaced_config_map,
+            kube_namespace,
+            timeout_seconds=60,
         )
         for event in stream:
             name = event["object"].metadata.name
@@ -110,6 +113,7 @@ def test_watches_stream_through_the_proxy(
         kube_api.rest.post(
             f"/api/v1/namespaces/{kube_namespace}/configmaps", {"metadata": {"name": name}}
         )
-    watcher.join(15)
+    watcher.join(70)
+    assert not watcher.is_alive(), f"the watch saw only {seen}"
 
     assert seen == [("ADDED", "first"), ("ADDED", "second")]

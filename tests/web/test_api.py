@@ -396,7 +396,7 @@ def test_promote_in_a_protected_environment_waits_for_approval(
         (
             "/api/v1/projects/shop/services/api/promote",
             {"from": "staging", "to": "staging"},
-            422,
+            409,
             "Cannot promote api from staging to itself: --from and --to must be different "
             "environments",
         ),
