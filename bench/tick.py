@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -35,14 +34,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import psycopg
-from sqlalchemy import Engine, event, insert, text
+from sqlalchemy import Engine, event
 
 from reconciler import bootstrap, reconciling
 from reconciler.clock import FakeClock
@@ -53,10 +50,19 @@ from reconciler.settings import Settings
 from reconciler.store import schema
 from tests.infra.postgres import PostgresServer
 
-T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-PROJECTS = 10
-IMAGE = "registry.example.com/bench/svc@sha256:" + "a" * 64
-CONFIG = '{"spec": {"kind": "service"}, "dependencies": [], "variables": [], "ports": {}}'
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tickraw import raw_postgres_transitions, raw_sqlite_transitions
+from tickseed import (
+    IMAGE,
+    PROJECTS,
+    T0,
+    count_rows,
+    naive,
+    seed_history,
+    seed_services,
+)
+
 TICK_RATIO = 1.1
 RAW_RATIO = {"sqlite": 0.5, "postgres": 0.7}
 BATCHES = (1, 100)
@@ -85,186 +91,6 @@ class Statements:
             yield self.kept
         finally:
             self.kept = None
-
-
-# -- seeding ---------------------------------------------------------------------------------
-
-
-def _naive(value: datetime) -> datetime:
-    return value.astimezone(UTC).replace(tzinfo=None)
-
-
-def seed_services(ctx: Context, services: int) -> list[int]:
-    """``services`` units across 10 projects, each with one active release; their unit ids."""
-    per_project = services // PROJECTS
-    now = _naive(T0)
-    with ctx.db.engine.begin() as conn:
-        conn.execute(
-            insert(schema.Project),
-            [
-                {
-                    "id": p,
-                    "slug": f"bench-{p}",
-                    "repo_url": f"/srv/git/bench-{p}",
-                    "branch": "main",
-                    "path": "nebula.toml",
-                    "interval_seconds": 60,
-                    "clusters": {},
-                    "created_at": now,
-                    "next_poll_at": now + timedelta(days=365),
-                }
-                for p in range(1, PROJECTS + 1)
-            ],
-        )
-        conn.execute(
-            insert(schema.Environment),
-            [
-                {
-                    "id": p,
-                    "project_id": p,
-                    "name": "staging",
-                    "position": 0,
-                    "protected": False,
-                    "in_file": True,
-                    "created_at": now,
-                }
-                for p in range(1, PROJECTS + 1)
-            ],
-        )
-        units = list(range(1, per_project * PROJECTS + 1))
-        conn.execute(
-            insert(schema.Unit),
-            [
-                {
-                    "id": u,
-                    "project_id": (u - 1) // per_project + 1,
-                    "environment_id": (u - 1) // per_project + 1,
-                    "name": f"svc-{u}",
-                    "kind": "service",
-                    "status": "active",
-                    "auto_deploy": True,
-                    "skip_production_approval": False,
-                    "next_release_number": 2,
-                    "created_at": now,
-                }
-                for u in units
-            ],
-        )
-        conn.execute(
-            insert(schema.Release),
-            [
-                {
-                    "id": u,
-                    "unit_id": u,
-                    "number": 1,
-                    "image": IMAGE,
-                    "config": {"spec": {"kind": "service"}},
-                    "status": "active",
-                    "source": "bench",
-                    "created_at": now,
-                }
-                for u in units
-            ],
-        )
-        conn.execute(text("UPDATE units SET active_release_id = id"))
-        advance_sequences(conn, ("projects", "environments", "units", "releases"))
-    analyze(ctx)
-    return units
-
-
-def _series(dialect: str, n: int) -> str:
-    """A row source of ``i`` = 1..n, as the dialect writes it fastest."""
-    if dialect == "postgresql":
-        return f"generate_series(1, {n}) AS s(i)"
-    return (
-        f"(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n}) "
-        "SELECT i FROM s) AS s"
-    )
-
-
-def seed_history(ctx: Context, services: int, deployments: int, events: int) -> None:
-    """Finished deployments (each with its own retired release) and their events, in bulk.
-
-    Releases get ids above the active ones; deployment ``i`` belongs to unit ``i % services``.
-    """
-    dialect = ctx.db.engine.dialect.name
-    per_project = services // PROJECTS
-    per_deployment = max(events // deployments, 1)
-    states = "CASE i % 10 WHEN 0 THEN 'failed' WHEN 1 THEN 'superseded' ELSE 'healthy' END"
-    unit = f"(i % {services}) + 1"
-    project = f"((i % {services}) / {per_project}) + 1"
-    # Spread over time, as a real history is (the planner's statistics depend on it).
-    if dialect == "postgresql":
-        at = "timestamp '2025-06-01 12:00:00' + i * interval '1 minute'"
-    else:
-        at = "datetime('2025-06-01 12:00:00', '+' || i || ' minutes')"
-    with ctx.db.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO releases (id, unit_id, number, image, config, status, source, created_at,"
-                " retired_at) "
-                f"SELECT {services} + i, {unit}, 1 + i, '{IMAGE}', '{CONFIG}', 'unavailable', 'bench',"
-                f" {at}, {at} FROM {_series(dialect, deployments)}"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO deployments (id, project_id, environment_id, unit_id, release_id,"
-                " kind, state, requested_by, attempts, created_at, stage_started_at, queued_at,"
-                " admitted_at, finished_at) "
-                f"SELECT i, {project}, {project}, {unit}, {services} + i, 'deploy', {states},"
-                f" 'project:bench', 0, {at}, {at}, {at}, {at}, {at} "
-                f"FROM {_series(dialect, deployments)}"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO events (at, project_id, environment_id, deployment_id, kind, state,"
-                " message, actor) "
-                f"SELECT {at}, ((((i - 1) / {per_deployment}) % {services}) / {per_project}) + 1,"
-                f" ((((i - 1) / {per_deployment}) % {services}) / {per_project}) + 1,"
-                f" ((i - 1) / {per_deployment}) % {deployments} + 1, 'deployment', 'healthy', NULL,"
-                f" NULL FROM {_series(dialect, events)}"
-            )
-        )
-        advance_sequences(conn, ("releases", "deployments", "events"))
-    analyze(ctx)
-
-
-def advance_sequences(conn: Any, tables: tuple[str, ...]) -> None:
-    """Rows inserted with explicit ids leave PostgreSQL's sequences behind: catch them up."""
-    if conn.dialect.name != "postgresql":
-        return
-    for table in tables:
-        conn.execute(
-            text(
-                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                f"(SELECT coalesce(max(id), 1) FROM {table}))"
-            )
-        )
-
-
-def analyze(ctx: Context) -> None:
-    """Planner statistics, as a store that has been running a while has them."""
-    if ctx.db.engine.dialect.name == "postgresql":
-        with ctx.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("VACUUM ANALYZE"))
-    else:
-        with ctx.db.engine.begin() as conn:
-            conn.execute(text("ANALYZE"))
-        raw = ctx.db.engine.raw_connection()  # outside any transaction
-        try:
-            raw.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            raw.close()
-
-
-def count_rows(ctx: Context) -> dict[str, int]:
-    with ctx.db.engine.connect() as conn:
-        return {
-            t: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
-            for t in ("units", "deployments", "events")
-        }
 
 
 # -- 1. the idle tick --------------------------------------------------------------------------
@@ -313,7 +139,7 @@ _NUMBERS = itertools.count(1_000_000)
 
 def make_pending(ctx: Context, units: list[int], n: int) -> list[int]:
     """``n`` pending deployments (one per unit, round robin) with their releases."""
-    now = _naive(T0)
+    now = naive(T0)
     ids = []
     with ctx.db.transaction() as session:
         for i in range(n):
@@ -356,94 +182,6 @@ def engine_transitions(ctx: Context, ids: list[int], batch: int) -> None:
                 deployment = session.get(schema.Deployment, deployment_id)
                 assert deployment is not None
                 recording.move(session, ctx.clock, deployment, Trigger.ADMIT)
-
-
-SELECT_DEPLOYMENT = (
-    "SELECT id, project_id, environment_id, unit_id, release_id, previous_release_id,"
-    " changeset_id, kind, state, blocker, message, requested_by, stage_marker, attempts,"
-    " lease_owner, lease_expires_at, next_attempt_at, stage_started_at, waiting_on_id,"
-    " created_at, queued_at, admitted_at, finished_at FROM deployments WHERE id = {p}"
-)
-UPDATE_DEPLOYMENT = "UPDATE deployments SET state={p}, admitted_at={p} WHERE id = {p}"
-INSERT_EVENT = (
-    "INSERT INTO events (at, project_id, environment_id, deployment_id, changeset_id,"
-    " approval_id, kind, state, message, actor) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p},"
-    " {p}, {p})"
-)
-
-
-def raw_sqlite_transitions(path: str, ids: list[int], batch: int) -> None:
-    """The same statements through sqlite3, with the store's pragmas and BEGIN IMMEDIATE."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    for pragma in (
-        "journal_mode=WAL",
-        "foreign_keys=ON",
-        "busy_timeout=30000",
-        "synchronous=NORMAL",
-    ):
-        conn.execute(f"PRAGMA {pragma}")
-    select, update, insert = (
-        s.format(p="?") for s in (SELECT_DEPLOYMENT, UPDATE_DEPLOYMENT, INSERT_EVENT)
-    )
-    now = _naive(T0).isoformat(sep=" ")
-    try:
-        for start in range(0, len(ids), batch):
-            conn.execute("BEGIN IMMEDIATE")
-            for deployment_id in ids[start : start + batch]:
-                row = conn.execute(select, (deployment_id,)).fetchone()
-                assert row is not None and row[8] == "pending"
-                conn.execute(update, ("admitted", now, deployment_id))
-                conn.execute(
-                    insert,
-                    (
-                        now,
-                        row[1],
-                        row[2],
-                        deployment_id,
-                        None,
-                        None,
-                        "deployment",
-                        "admitted",
-                        None,
-                        None,
-                    ),
-                )
-            conn.execute("COMMIT")
-    finally:
-        conn.close()
-
-
-def raw_postgres_transitions(dsn: str, ids: list[int], batch: int) -> None:
-    """The same statements through psycopg (server-side binding, as SQLAlchemy's psycopg)."""
-    select, update, insert = (
-        s.format(p="%s") for s in (SELECT_DEPLOYMENT, UPDATE_DEPLOYMENT, INSERT_EVENT)
-    )
-    insert += " RETURNING id"
-    now = _naive(T0)
-    with psycopg.connect(dsn) as conn:
-        for start in range(0, len(ids), batch):
-            with conn.transaction(), conn.cursor() as cursor:
-                for deployment_id in ids[start : start + batch]:
-                    cursor.execute(select, (deployment_id,))
-                    row = cursor.fetchone()
-                    assert row is not None and row[8] == "pending"
-                    cursor.execute(update, ("admitted", now, deployment_id))
-                    cursor.execute(
-                        insert,
-                        (
-                            now,
-                            row[1],
-                            row[2],
-                            deployment_id,
-                            None,
-                            None,
-                            "deployment",
-                            "admitted",
-                            None,
-                            None,
-                        ),
-                    )
-                    cursor.fetchone()
 
 
 @dataclass

@@ -111,7 +111,7 @@ class Demo:
             self.say(
                 f"   approval {approval.id}: {approval.environment.name} change set {changeset.id} "
                 f"from {changeset.commit[:7] if changeset.commit else '?'} "
-                f"requested by {approval.requested_by}, {approval.state}"
+                f"requested by {members.shown_actor(approval.requested_by)}, {approval.state}"
             )
             for line in changeset.lines:
                 self.say(

@@ -139,7 +139,9 @@ def _end_approval(
     from reconciler.gitops import approvals, changesets
 
     approvals.cancel_for(session, clock, "deployment", deployment.id, actor=actor)
-    changeset = session.get(schema.ChangeSet, deployment.changeset_id or -1)
+    if deployment.changeset_id is None:
+        return
+    changeset = session.get(schema.ChangeSet, deployment.changeset_id)
     if changeset is not None and changeset.state in changesets.OPEN:
         # A change set is approved and applied whole: with one of its deployments ended before
         # that, what it would apply is no longer what was staged. Discarded, its approval and

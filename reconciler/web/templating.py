@@ -85,19 +85,8 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-def actor(value: str | None) -> str:
-    """Who asked: a member's name, or ``shop (a push)`` when the project asked."""
-    from reconciler.admin.members import shown_actor
-
-    name = shown_actor(value)
-    if not name:
-        return "-"
-    return name if name == value else f"{name} (a push)"
-
-
 _env.filters.update(
     absolute=absolute,
-    actor=actor,
     iso=iso,
     short_sha=short_sha,
     short_image=short_image,
