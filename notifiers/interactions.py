@@ -28,7 +28,7 @@ from reconciler.admin import members
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
 from reconciler.errors import NebulaError, UnauthorizedError
-from reconciler.gitops import deciding
+from reconciler.requests import deciding
 
 log = logging.getLogger("nebula.slack")
 MAX_BODY = 1 << 20  # Slack's interaction payloads are a few kilobytes

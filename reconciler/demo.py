@@ -27,7 +27,7 @@ from reconciler import bootstrap, reconciling, views
 from reconciler.admin import members, projects
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
-from reconciler.gitops import approvals, changesets, deciding
+from reconciler.requests import approvals, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
 

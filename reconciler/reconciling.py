@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from reconciler.context import Context
 from reconciler.engine import ticking
-from reconciler.gitops import deciding, polling
+from reconciler.gitops import polling
+from reconciler.requests import deciding
 
 
 @dataclass

@@ -33,11 +33,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
-from reconciler import leases, reconciling
+from reconciler import reconciling
 from reconciler.context import Context
 from reconciler.engine import ticking
 from reconciler.gitops import polling
-from reconciler.store import schema
+from reconciler.store import leases, schema
 
 log = logging.getLogger("nebula.scheduler")
 

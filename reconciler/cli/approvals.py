@@ -8,7 +8,7 @@ from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output
 from reconciler.core.states import DecisionChannel
-from reconciler.gitops import approvals, deciding
+from reconciler.requests import approvals, deciding
 
 
 def register(subparsers: common.Subparsers) -> None:

@@ -9,7 +9,7 @@ from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output
 from reconciler.errors import RefusedError
-from reconciler.gitops import applying, approvals, changesets
+from reconciler.requests import applying, approvals, changesets
 
 
 def register(subparsers: common.Subparsers) -> None:

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output
-from reconciler.engine import actions
+from reconciler.requests import actions
 from reconciler.store import schema
 
 

@@ -9,7 +9,7 @@ from reconciler.admin import members, policies, projects, secrets
 from reconciler.cli import common, output
 from reconciler.core.states import Role
 from reconciler.errors import ConfigurationError, ForbiddenError
-from reconciler.gitops import approvals
+from reconciler.requests import approvals
 from reconciler.store import schema
 
 

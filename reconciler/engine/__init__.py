@@ -1,1 +1,1 @@
-"""Deployments: releases, requests (deploy, rollback, promote, redeploy, cancel), the tick."""
+"""Deployments: releases, queueing and supersession, the stages, the reconcile tick."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import events, notices
+from notifiers import notices
 from reconciler.clock import Clock
 from reconciler.core import transitions
 from reconciler.core.states import Blocker, DeploymentState
 from reconciler.core.transitions import Trigger
 from reconciler.engine import releases
-from reconciler.store import schema
+from reconciler.store import events, schema
 
 OPEN_STATES = [s.value for s in DeploymentState if not s.is_final]
 RUNNING_STATES = [

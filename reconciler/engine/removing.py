@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from reconciler import events
 from reconciler.context import Context
 from reconciler.core.states import ReleaseStatus, ServiceStatus
 from reconciler.engine import objects, recording, releases
 from reconciler.errors import PermanentError, TransientError
-from reconciler.store import schema
+from reconciler.store import events, schema
 
 
 def cleanup(ctx: Context, deployment_id: int) -> bool:

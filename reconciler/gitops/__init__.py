@@ -1,1 +1,1 @@
-"""From git to change sets: polling, staging, applying, approvals."""
+"""From git to change sets: polling the tracked branch and staging what changed."""

@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from reconciler import events, notices
+from notifiers import notices
 from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.core.states import Blocker
@@ -26,7 +26,7 @@ from reconciler.gitops import staging
 from reconciler.gitsource.results import HeadResult
 from reconciler.model import validation
 from reconciler.model.problems import Severity
-from reconciler.store import schema
+from reconciler.store import events, schema
 
 
 @dataclass

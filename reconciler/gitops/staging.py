@@ -15,17 +15,16 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import events
 from reconciler.admin import members
 from reconciler.context import Context
 from reconciler.core import messages, planning
 from reconciler.core.states import ChangeSetState, ServiceStatus
 from reconciler.engine import releases
 from reconciler.errors import InvalidFileError
-from reconciler.gitops import applying, changesets
 from reconciler.model import validation
 from reconciler.model.specs import EnvironmentConfig, ProjectFile
-from reconciler.store import schema
+from reconciler.requests import applying, changesets
+from reconciler.store import events, schema
 
 
 @dataclass(frozen=True)

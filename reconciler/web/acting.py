@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from reconciler import views
 from reconciler.admin import members
 from reconciler.core.states import DecisionChannel
-from reconciler.engine import actions, requests
-from reconciler.gitops import deciding
+from reconciler.engine import queueing
+from reconciler.requests import actions, deciding
 from reconciler.store import schema
 from reconciler.web import models
 from reconciler.web.appstate import AppState, get_state, parse_id
@@ -45,7 +45,7 @@ def _member(
     return member.name
 
 
-def _ended(items: list[requests.Ended]) -> list[dict[str, Any]]:
+def _ended(items: list[queueing.Ended]) -> list[dict[str, Any]]:
     return [
         {"id": str(e.id), "service": e.service, "release": e.release, "state": e.state}
         for e in items

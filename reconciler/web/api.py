@@ -16,8 +16,8 @@ from reconciler import views
 from reconciler.admin import projects
 from reconciler.core.states import ApprovalState, ChangeSetState
 from reconciler.errors import NotFoundError
-from reconciler.gitops import approvals, changesets
 from reconciler.gitsource.urls import sanitize_url
+from reconciler.requests import approvals, changesets
 from reconciler.store import schema
 from reconciler.web import models
 from reconciler.web.appstate import AppState, get_state, parse_id

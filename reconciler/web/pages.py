@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from reconciler.admin import projects
 from reconciler.errors import NotFoundError
-from reconciler.gitops import changesets
+from reconciler.requests import changesets
 from reconciler.store import schema
 from reconciler.web import presenting, templating
 from reconciler.web.appstate import AppState, get_state, parse_id

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from reconciler import views
 from reconciler.core.states import HAPPY_PATH, ApprovalState, DeploymentState
 from reconciler.engine import releases
-from reconciler.gitops import approvals
 from reconciler.model.references import Literal, RefKind
+from reconciler.requests import approvals
 from reconciler.store import schema
 
 S = DeploymentState

@@ -12,10 +12,10 @@ from functools import partial
 
 import pytest
 
-from reconciler import leases, scheduling
+from reconciler import scheduling
 from reconciler.context import Context
 from reconciler.gitops import polling
-from reconciler.store import schema
+from reconciler.store import leases, schema
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
 from tests.web.world import set_canary, shop_toml

@@ -25,8 +25,8 @@ from reconciler import bootstrap
 from reconciler.clock import FakeClock
 from reconciler.core.states import DecisionChannel, DeploymentState
 from reconciler.core.transitions import Trigger
-from reconciler.engine import recording, requests, ticking
-from reconciler.gitops import deciding
+from reconciler.engine import queueing, recording, ticking
+from reconciler.requests import deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
 from tests.chaos.invariants import STEPS
@@ -102,7 +102,7 @@ def test_a_step_that_lands_while_another_replica_cancels_is_dropped(
 
     def cancel(session: Any) -> None:
         row = session.get(schema.Deployment, deployment)
-        requests.cancel(session, nebula.ctx.clock, row, "alice")
+        queueing.cancel(session, nebula.ctx.clock, row, "alice")
 
     # The step has claimed the deployment (a claim skips a row being locked, so it is taken
     # first) and calls the cluster when the cancel takes the row: its stage waits for the row.
@@ -125,7 +125,7 @@ def test_a_step_skips_a_deployment_another_replica_is_cancelling(
         row = session.get(schema.Deployment, deployment, with_for_update=True)
         assert row is not None
         assert ticking.step(nebula.ctx, deployment) is False, "skipped, not waited for"
-        requests.cancel(session, nebula.ctx.clock, row, "alice")
+        queueing.cancel(session, nebula.ctx.clock, row, "alice")
         session.commit()
     assert _coherent(nebula, deployment)[-2:] == ["starting", "cancelled"]
 

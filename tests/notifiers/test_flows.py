@@ -14,7 +14,7 @@ from notifiers import outbox
 from reconciler import reconciling
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
-from reconciler.gitops import deciding
+from reconciler.requests import deciding
 from reconciler.runtimes.registry import Clusters
 from tests.notifiers.flows import Flow, eventually, image, nebula_toml
 from tests.plugins.slack import (

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from notifiers import interactions
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
-from reconciler.gitops import applying, changesets, deciding
+from reconciler.requests import applying, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
 from tests.notifiers.flows import Flow, LiveServer, eventually, nebula_toml

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from reconciler.admin import members
-from reconciler.engine import actions
+from reconciler.requests import actions
 from reconciler.store import schema
 from reconciler.web.app import create_app
 from tests.plugins.git import GitRepo

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import events, notices
+from notifiers import notices
 from reconciler.admin import members, policies
 from reconciler.clock import Clock
 from reconciler.core import approving, messages
@@ -22,7 +22,7 @@ from reconciler.core.states import (
 )
 from reconciler.errors import NotFoundError
 from reconciler.settings import Settings
-from reconciler.store import schema
+from reconciler.store import events, schema
 
 
 def evaluate(

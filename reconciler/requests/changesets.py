@@ -7,15 +7,14 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import events
 from reconciler.clock import Clock
 from reconciler.core import planning
 from reconciler.core.states import ChangeSetState, DeploymentState
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording
 from reconciler.errors import NotFoundError, RefusedError
-from reconciler.gitops import approvals
-from reconciler.store import schema
+from reconciler.requests import approvals
+from reconciler.store import events, schema
 
 if TYPE_CHECKING:
     from reconciler.gitops.staging import Commit

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from reconciler import events
 from reconciler.clock import Clock
 from reconciler.core import messages
 from reconciler.core.states import DeploymentKind, DeploymentState
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording
 from reconciler.errors import RefusedError
-from reconciler.store import schema
+from reconciler.store import events, schema
 
 S = DeploymentState
 
@@ -136,7 +135,7 @@ def enter_pending(
 def _end_approval(
     session: Session, clock: Clock, deployment: schema.Deployment, actor: str | None
 ) -> None:
-    from reconciler.gitops import approvals, changesets
+    from reconciler.requests import approvals, changesets
 
     approvals.cancel_for(session, clock, "deployment", deployment.id, actor=actor)
     if deployment.changeset_id is None:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import events
 from reconciler.context import Context
 from reconciler.core.planning import FIRST_DEPLOY_FIELD, REMOVAL_FIELD
 from reconciler.core.states import (
@@ -26,12 +25,12 @@ from reconciler.core.states import (
     ServiceStatus,
 )
 from reconciler.core.transitions import Trigger
-from reconciler.engine import guards, recording, releases, requests
+from reconciler.engine import queueing, recording, releases
 from reconciler.errors import RefusedError
-from reconciler.gitops import approvals, changesets
 from reconciler.model import graph, validation
 from reconciler.model.specs import DatabaseSpec, EnvironmentConfig
-from reconciler.store import schema
+from reconciler.requests import approvals, changesets, guards
+from reconciler.store import events, schema
 
 
 @dataclass
@@ -40,7 +39,7 @@ class Applied:
     refused: str | None = None
     approval: schema.Approval | None = None
     deployments: list[schema.Deployment] = field(default_factory=list)
-    ended: list[requests.Ended] = field(default_factory=list)
+    ended: list[queueing.Ended] = field(default_factory=list)
 
 
 def _config(changeset: schema.ChangeSet) -> EnvironmentConfig:
@@ -152,7 +151,7 @@ def apply(
             session, ctx.clock, unit, releases.freeze(config, spec), image, source
         )
         result.deployments.append(
-            requests.create(
+            queueing.create(
                 session,
                 ctx.clock,
                 unit,
@@ -229,7 +228,7 @@ def _new_unit(
 
 def complete(
     session: Session, ctx: Context, changeset: schema.ChangeSet, *, actor: str | None
-) -> list[requests.Ended]:
+) -> list[queueing.Ended]:
     """The change set takes effect: recorded, settings changed, its deployments start."""
     from reconciler.gitops.staging import units_of
 
@@ -246,11 +245,11 @@ def complete(
             unit.auto_deploy = bool(line.after)
         elif line.kind == LineKind.REMOVAL.value:
             _remove(session, ctx, unit, actor)
-    ended: list[requests.Ended] = []
+    ended: list[queueing.Ended] = []
     for deployment in changesets.deployments_of(session, changeset.id):
         if not DeploymentState(deployment.state).is_final:
             _back_in_file(session, ctx, deployment.unit, actor)
-            ended += requests.enter_pending(session, ctx.clock, deployment, actor)
+            ended += queueing.enter_pending(session, ctx.clock, deployment, actor)
     return ended
 
 

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session
 from reconciler.admin import projects
 from reconciler.context import Context
 from reconciler.core.states import ApprovalTarget, DeploymentKind, ReleaseStatus
-from reconciler.engine import guards, recording, releases, requests
+from reconciler.engine import queueing, recording, releases
 from reconciler.errors import NotFoundError, RefusedError
-from reconciler.gitops import approvals
 from reconciler.model.specs import ServiceSpec
+from reconciler.requests import approvals, guards
 from reconciler.store import schema
 
 
@@ -25,7 +25,7 @@ from reconciler.store import schema
 class Requested:
     deployment: schema.Deployment
     approval: schema.Approval | None = None
-    ended: list[requests.Ended] = field(default_factory=list)
+    ended: list[queueing.Ended] = field(default_factory=list)
 
 
 def request(
@@ -46,10 +46,10 @@ def request(
         ending = [
             d.id
             for d in recording.open_for_unit(session, unit.id)
-            if not requests.S(d.state).is_taking_traffic
+            if not queueing.S(d.state).is_taking_traffic
         ]
         guards.check_concurrency(session, env.project, [unit.id], ending)
-    deployment = requests.create(
+    deployment = queueing.create(
         session,
         ctx.clock,
         unit,
@@ -73,7 +73,7 @@ def request(
             outcome,
         )
     if passes:
-        result.ended = requests.enter_pending(session, ctx.clock, deployment, requester)
+        result.ended = queueing.enter_pending(session, ctx.clock, deployment, requester)
     return result
 
 
@@ -202,5 +202,5 @@ def cancel(
         raise NotFoundError(
             f"No deployment {deployment_id}", hint="list them with: nebula deployments"
         )
-    requests.cancel(session, ctx.clock, deployment, requester)
+    queueing.cancel(session, ctx.clock, deployment, requester)
     return deployment

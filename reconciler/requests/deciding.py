@@ -25,9 +25,9 @@ from reconciler.core.states import (
 )
 from reconciler.core.transitions import Trigger
 from reconciler.durations import format_duration
-from reconciler.engine import guards, recording, requests
+from reconciler.engine import queueing, recording
 from reconciler.errors import ForbiddenError, RefusedError
-from reconciler.gitops import applying, approvals, changesets
+from reconciler.requests import applying, approvals, changesets, guards
 from reconciler.store import schema
 
 
@@ -38,7 +38,7 @@ class AlreadyDecided(RefusedError):
 @dataclass
 class Decision:
     approval: schema.Approval
-    ended: list[requests.Ended] = field(default_factory=list)
+    ended: list[queueing.Ended] = field(default_factory=list)
 
 
 def _describe(approval: schema.Approval) -> str:
@@ -90,7 +90,7 @@ def decide(
     kind = None if approval.kind == "changeset" else DeploymentKind(approval.kind)
     guards.check_freeze(session, ctx.clock, env, kind)
     targets = _gated_deployments(session, approval)
-    ending = [d.id for t in targets for d in requests.would_end(session, t)]
+    ending = [d.id for t in targets for d in queueing.would_end(session, t)]
     guards.check_concurrency(session, env.project, [t.unit_id for t in targets], ending)
     approvals.close(
         session, ctx.clock, approval, ApprovalState.APPROVED, actor=decider, via=via, reason=reason
@@ -102,7 +102,7 @@ def decide(
     else:
         deployment = session.get(schema.Deployment, approval.target_id)
         assert deployment is not None
-        decision.ended = requests.enter_pending(session, ctx.clock, deployment, decider)
+        decision.ended = queueing.enter_pending(session, ctx.clock, deployment, decider)
     return decision
 
 
