@@ -6,8 +6,9 @@ it shows never changes afterwards (releases are immutable, lines are never edite
 or a project blocker is read when it happens, since what keeps serving and the blocker's
 message do change later.
 
-This module imports only the store and pure pieces, never the engine's flows: it is reached
-from ``reconciler.notices``, which the engine itself imports.
+Like every notifier module it reads the store and renders with the pure renderers, and
+never reaches up into the engine or the requests: ``notices`` is called from the
+transactions those make.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from notifiers.facts import (
     deployment_url,
     project_url,
 )
+from reconciler.core.states import ApprovalState, ApprovalTarget, LineKind
 from reconciler.settings import Settings
 from reconciler.store import schema
 from renderers.releases import Scope
@@ -37,7 +39,7 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
     project = env.project
     commit: Commit | None = None
     lines: tuple[Line, ...] = ()
-    if a.target == "changeset":
+    if a.target == ApprovalTarget.CHANGESET:
         changeset = session.get(schema.ChangeSet, a.target_id)
         if changeset is not None:
             if changeset.commit:
@@ -83,7 +85,7 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
         ),
         lines=lines,
         manifests=manifestdiffs.summarize(Scope(project.slug, env.name), pairs),
-        decision=None if a.state == "pending" else decision(a),
+        decision=None if a.state == ApprovalState.PENDING else decision(a),
     )
 
 
@@ -102,7 +104,7 @@ def _release_line(d: schema.Deployment) -> Line | None:
 def _removed(
     session: Session, env: schema.Environment, lines: tuple[Line, ...]
 ) -> list[schema.Release]:
-    names = [line.service for line in lines if line.kind == "removal"]
+    names = [line.service for line in lines if line.kind == LineKind.REMOVAL]
     if not names:
         return []
     units = session.scalars(

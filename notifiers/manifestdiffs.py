@@ -13,17 +13,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from notifiers.facts import ManifestDiff
-from reconciler.engine import releases
 from reconciler.errors import NebulaError
-from reconciler.model.specs import DatabaseSpec, ServiceSpec
+from reconciler.model.frozen import FrozenRelease
+from reconciler.model.specs import DatabaseSpec
 from reconciler.store import schema
+from renderers import rendering
 from renderers.manifests import Manifests
-from renderers.releases import DatabaseUnit, ReleaseSpec, Scope
-from renderers.rendering import Renderer
+from renderers.releases import DatabaseUnit, Scope, release_spec
 from renderers.secrets import PLACEHOLDERS
-
-# Its own renderer (cached by content): the engine's module imports too much of the engine.
-_RENDERER = Renderer()
 
 Pair = tuple[schema.Release | None, schema.Release | None]  # (requested, replaced)
 
@@ -62,19 +59,9 @@ def _by_ref(scope: Scope, release: schema.Release | None) -> dict[str, Any]:
 
 def render(scope: Scope, release: schema.Release) -> Manifests:
     """A stored release's own objects and its service's shared ones, without secret values."""
-    renderer = _RENDERER
-    spec = releases.spec_of(release)
-    if isinstance(spec, DatabaseSpec):
-        return renderer.database(DatabaseUnit(scope, spec), PLACEHOLDERS)
-    assert isinstance(spec, ServiceSpec)
-    config = release.config
-    release_spec = ReleaseSpec(
-        scope=scope,
-        service=spec,
-        number=release.number,
-        variables=tuple(
-            (k, releases.segments_from_json(v)) for k, v in config.get("variables", [])
-        ),
-        ports=tuple(sorted((k, v) for k, v in config.get("ports", {}).items())),
-    )
-    return renderer.release(release_spec) + renderer.service(release_spec)
+    renderer = rendering.renderer()
+    frozen = FrozenRelease.from_storage(release.config)
+    if isinstance(frozen.unit, DatabaseSpec):
+        return renderer.database(DatabaseUnit(scope, frozen.unit), PLACEHOLDERS)
+    spec = release_spec(scope, release.number, frozen)
+    return renderer.release(spec) + renderer.service(spec)

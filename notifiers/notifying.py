@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from notifiers.blocks import Block
-from reconciler.errors import TransientError
 
 
 @dataclass(frozen=True)
@@ -34,20 +33,6 @@ class Posted:
 
     channel: str
     ts: str
-
-
-class RateLimited(TransientError):
-    """Slack answered 429: nothing more should be sent before ``retry_after`` seconds."""
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message, code="rate-limited", status=429)
-        self.retry_after = retry_after
-
-
-class Unanswered(TransientError):
-    """The request went out but no answer came back (timeout, connection dropped)."""
-
-    code = "unanswered"
 
 
 class Notifier(Protocol):

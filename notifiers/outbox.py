@@ -23,18 +23,25 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from notifiers import delivering, slack
-from notifiers.notifying import Notifier, RateLimited, Unanswered
+from notifiers.notifying import Notifier
 from reconciler.clock import Clock
-from reconciler.context import Context
-from reconciler.errors import NebulaError, PermanentError, TransientError
+from reconciler.errors import (
+    NebulaError,
+    PermanentError,
+    RateLimitedError,
+    TransientError,
+    UnansweredError,
+)
+from reconciler.settings import Settings
 from reconciler.store import schema
+from reconciler.store.database import Database
 
 log = logging.getLogger("nebula.outbox")
 CLAIM = timedelta(seconds=60)
@@ -43,6 +50,20 @@ MAX_RETRY = 1800.0
 BATCH = 100
 IN_FLIGHT = "in flight: no outcome reported yet"
 Row = schema.OutboxMessage
+
+
+class Wiring(Protocol):
+    """What delivery needs of the process's context (``reconciler.context.Context`` has it):
+    named here so the notifiers stay an edge that knows nothing above the store."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def settings(self) -> Settings: ...
 
 
 def enqueue(session: Session, clock: Clock, key: str, kind: str, payload: dict[str, Any]) -> bool:
@@ -75,7 +96,7 @@ def backoff(attempts: int) -> float:
 
 
 def deliver_due(
-    ctx: Context, notifier: Notifier | None = None, *, keys: list[str] | None = None
+    ctx: Wiring, notifier: Notifier | None = None, *, keys: list[str] | None = None
 ) -> int:
     """Send every due notice (or only ``keys``); returns how many were delivered.
 
@@ -100,7 +121,7 @@ def deliver_due(
     return delivered
 
 
-def _deliver_one(ctx: Context, notifier: Notifier, row_id: int) -> _Outcome:
+def _deliver_one(ctx: Wiring, notifier: Notifier, row_id: int) -> _Outcome:
     now = ctx.clock.now()
     with ctx.db.transaction() as session:
         row = session.get(Row, row_id)
@@ -136,11 +157,11 @@ def _deliver_one(ctx: Context, notifier: Notifier, row_id: int) -> _Outcome:
             return _Outcome.SKIPPED  # another deliverer has it
     try:
         result = delivering.send(notifier, plan, key, created_at, look_first=uncertain)
-    except RateLimited as exc:
+    except RateLimitedError as exc:
         _record_failure(ctx, row_id, exc, exc.retry_after, uncertain=uncertain)
         _hold_all(ctx, ctx.clock.now() + timedelta(seconds=exc.retry_after))
         return _Outcome.STOP
-    except Unanswered as exc:
+    except UnansweredError as exc:
         _record_failure(ctx, row_id, exc, backoff(attempts + 1), uncertain=True)
         return _Outcome.STOP
     except TransientError as exc:
@@ -167,7 +188,7 @@ def _failed(row: Row, now: datetime, reason: str, delay: float, *, uncertain: bo
 
 
 def _record_failure(
-    ctx: Context, row_id: int, exc: NebulaError, delay: float, *, uncertain: bool
+    ctx: Wiring, row_id: int, exc: NebulaError, delay: float, *, uncertain: bool
 ) -> None:
     log.warning("notice %s not delivered: %s", row_id, exc.message)
     with ctx.db.transaction() as session:
@@ -177,7 +198,7 @@ def _record_failure(
         _failed(row, ctx.clock.now(), exc.message, delay, uncertain=uncertain)
 
 
-def _hold_all(ctx: Context, until: datetime) -> None:
+def _hold_all(ctx: Wiring, until: datetime) -> None:
     """Slack said to wait: nothing due goes out before ``until``, whichever row asks."""
     with ctx.db.transaction() as session:
         session.execute(

@@ -19,8 +19,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import WebClient
 from slack_sdk.webhook import WebhookClient
 
-from notifiers.notifying import Message, Posted, RateLimited, Unanswered
-from reconciler.errors import PermanentError, TransientError
+from notifiers.notifying import Message, Posted
+from reconciler.errors import PermanentError, RateLimitedError, TransientError, UnansweredError
 from reconciler.settings import Settings
 
 log = logging.getLogger("nebula.slack")
@@ -107,7 +107,7 @@ class SlackNotifier:
         except SlackApiError as exc:
             raise _api_error(method, exc) from exc
         except (TimeoutError, http.client.HTTPException, ConnectionResetError) as exc:
-            raise Unanswered(f"Slack did not answer {method} ({_reason(exc)})") from exc
+            raise UnansweredError(f"Slack did not answer {method} ({_reason(exc)})") from exc
         except (URLError, OSError, SlackClientError) as exc:
             raise TransientError(f"Slack cannot be reached for {method} ({_reason(exc)})") from exc
         data = response.data
@@ -127,7 +127,7 @@ def _api_error(method: str, exc: SlackApiError) -> TransientError | PermanentErr
             retry_after = max(float(str(value)), 1.0)
         except (TypeError, ValueError):
             retry_after = 30.0
-        return RateLimited(
+        return RateLimitedError(
             f"Slack rate-limited {method}: retry after {retry_after:g}s", retry_after
         )
     if status >= 500:

@@ -30,6 +30,12 @@ def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = 
                 else None,
             ),
         )
-    ctx = Context(db=db, clock=clock or SystemClock(), settings=settings, vault=vault, git=cache)
-    ctx.clusters = Clusters(settings, db, ctx.clock)
-    return ctx
+    clock = clock or SystemClock()
+    return Context(
+        db=db,
+        clock=clock,
+        settings=settings,
+        vault=vault,
+        clusters=Clusters(settings, db, clock),
+        git=cache,
+    )

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
 from reconciler.clock import Clock
+from reconciler.gitsource.cache import GitCache
+from reconciler.runtimes.cluster import Cluster
+from reconciler.runtimes.registry import Clusters
 from reconciler.settings import Settings
+from reconciler.store import schema
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
-
-if TYPE_CHECKING:
-    from reconciler.gitsource.cache import GitCache
 
 
 @dataclass
@@ -20,6 +20,10 @@ class Context:
     clock: Clock
     settings: Settings
     vault: Vault
-    git: GitCache | None = None
-    clusters: Any = None  # reconciler.runtimes.registry.Clusters, set by the engine's callers
-    extras: dict[str, Any] = field(default_factory=dict)
+    clusters: Clusters
+    git: GitCache | None = None  # only commands that poll open the git cache
+
+    def cluster(self, environment: schema.Environment) -> Cluster:
+        """The cluster an environment deploys to (its project may name a context per
+        environment: ``nebula project set SLUG cluster.ENV CONTEXT``)."""
+        return self.clusters.for_environment(environment.project.clusters, environment.name)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 import pygit2
+import uvicorn
 from sqlalchemy import select
 
 from reconciler import bootstrap, reconciling, views
@@ -30,6 +31,7 @@ from reconciler.core.states import DecisionChannel
 from reconciler.requests import approvals, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
+from reconciler.web.app import create_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
 PROJECT = "webapp"
@@ -191,10 +193,6 @@ class StatusPage:
     """The read-only status page on loopback, in a thread, for the demo's duration."""
 
     def __init__(self, ctx: Context, port: int) -> None:
-        import uvicorn
-
-        from reconciler.web.app import create_app
-
         self.url = f"http://127.0.0.1:{port}"
         config = uvicorn.Config(
             create_app(ctx),

@@ -1,20 +1,52 @@
-"""Nebula's own errors.
+"""Nebula's own errors, and the blockers they name.
 
-Every error carries a ``code`` (a blocker name where one applies) and a message that says
-what happened and what happens next. Third-party exceptions are wrapped at the edge with
-``raise ... from exc`` so that callers above the edge only ever see this tree::
+Every error carries a ``code`` (a ``Blocker`` where one applies, so the engine can name what
+a deployment or project stopped on) and a message that says what happened and what happens
+next; ``hint`` says what to do, when there is something to do. Third-party exceptions are
+wrapped at the edge with ``raise ... from exc`` so that callers above the edge only ever see
+this tree::
 
     NebulaError
     ├── ConfigurationError      a person must change a file or a setting; retrying won't help
     │   └── InvalidFileError    nebula.toml failed validation (carries every problem)
-    ├── RefusedError            a request the rules refuse (freeze, concurrency, role, state)
+    ├── RefusedError            a request the rules refuse
     │   ├── NotFoundError       the thing named does not exist
-    │   └── ForbiddenError      the member's role does not allow it
+    │   ├── ForbiddenError      the member's role (or the self-approval policy) does not allow it
+    │   ├── ConflictError       well formed, but not possible in the current state
+    │   │   ├── AlreadyDecidedError   the approval was decided (or expired) before
+    │   │   └── IllegalTransition     a state change the transition table does not allow
+    │   ├── FrozenError         a deploy freeze is on
+    │   └── ConcurrencyError    the project runs its maximum number of deployments
+    ├── UnauthorizedError       no token, or not a valid one
     ├── TransientError          may succeed if retried (API 5xx, timeouts, conflicts)
+    │   ├── UnreachableError    the cluster's API cannot be reached (the ``delivery`` blocker)
+    │   ├── RateLimitedError    the remote said 429: wait ``retry_after`` seconds
+    │   └── UnansweredError     the request went out, no answer came back
     └── PermanentError          will not succeed if retried (the cluster said no for good)
+        └── ManifestError       a rendered object is not what it should be (a bug in Nebula)
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Blocker(StrEnum):
+    """Why a deployment (or a project) cannot move; a failed deployment names the one it stopped on.
+
+    Defined with the errors because an error's code is how a blocker is reported from the
+    edges (a refused image, an unreachable API) to the engine that records it.
+    """
+
+    CONFIGURATION = "configuration"
+    DELIVERY = "delivery"
+    STALLED = "stalled"
+    WAITING = "waiting"
+    RELEASE_COMMAND = "release-command"
+    IMAGE_PULL = "image-pull"
+    CAPACITY = "capacity"
+    READINESS = "readiness"
+    ROUTE_ACTIVATION = "route-activation"
 
 
 class NebulaError(Exception):
@@ -32,9 +64,17 @@ class NebulaError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    @property
+    def blocker(self) -> Blocker | None:
+        """The blocker this error names, when its code is one."""
+        try:
+            return Blocker(self.code)
+        except ValueError:
+            return None
+
 
 class ConfigurationError(NebulaError):
-    code = "configuration"
+    code = Blocker.CONFIGURATION
 
 
 class InvalidFileError(ConfigurationError):
@@ -43,7 +83,7 @@ class InvalidFileError(ConfigurationError):
     def __init__(self, problems: list[object], message: str | None = None) -> None:
         self.problems = problems
         text = message or "\n".join(str(p) for p in problems)
-        super().__init__(text, code="configuration")
+        super().__init__(text)
 
 
 class RefusedError(NebulaError):
@@ -58,6 +98,28 @@ class ForbiddenError(RefusedError):
     code = "forbidden"
 
 
+class ConflictError(RefusedError):
+    """The request is well formed; what it asks is not possible now (HTTP 409)."""
+
+    code = "conflict"
+
+
+class AlreadyDecidedError(ConflictError):
+    pass
+
+
+class IllegalTransition(ConflictError):
+    code = "illegal-transition"
+
+
+class FrozenError(RefusedError):
+    code = "frozen"
+
+
+class ConcurrencyError(RefusedError):
+    code = "concurrency"
+
+
 class UnauthorizedError(NebulaError):
     code = "unauthorized"
 
@@ -67,14 +129,54 @@ class TransientError(NebulaError):
 
     code = "transient"
 
-    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
-        super().__init__(message, code=code)
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code, hint=hint)
         self.status = status
+
+
+class UnreachableError(TransientError):
+    code = Blocker.DELIVERY
+
+
+class RateLimitedError(TransientError):
+    """The remote answered 429: nothing more should be sent before ``retry_after`` seconds."""
+
+    code = "rate-limited"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message, status=429)
+        self.retry_after = retry_after
+
+
+class UnansweredError(TransientError):
+    """The request went out but no answer came back (timeout, connection dropped)."""
+
+    code = "unanswered"
 
 
 class PermanentError(NebulaError):
     code = "permanent"
 
-    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
-        super().__init__(message, code=code)
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code, hint=hint)
         self.status = status
+
+
+class ManifestError(PermanentError):
+    """A rendered object is not what it should be: a bug in Nebula, not in nebula.toml."""
+
+    code = "invalid-manifest"

@@ -33,6 +33,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
+from notifiers import outbox
 from reconciler import reconciling
 from reconciler.context import Context
 from reconciler.engine import ticking
@@ -67,16 +68,6 @@ class _Quiet:
         pass
 
 
-def outbox_delivery() -> Callable[[Context], object] | None:
-    """``notifiers.outbox.deliver_due`` when the notifiers are installed, else None."""
-    try:
-        from notifiers import outbox  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    found = getattr(outbox, "deliver_due", None)
-    return found if callable(found) else None
-
-
 @dataclass(frozen=True)
 class Timings:
     """Seconds between runs of each timer, and how much a tick or a poll round takes on."""
@@ -98,7 +89,7 @@ def claim_writer(ctx: Context, owner: str) -> str | None:
     double every poll; several replicas need PostgreSQL."""
     if not ctx.db.is_sqlite:
         return None
-    if leases.claim(ctx, [leases.SQLITE_WRITER], owner, WRITER_LEASE):
+    if leases.claim(ctx.db, ctx.clock, [leases.SQLITE_WRITER], owner, WRITER_LEASE):
         return None
     with ctx.db.transaction() as session:
         other = leases.holder(session, ctx.clock, leases.SQLITE_WRITER) or "another server"
@@ -135,7 +126,6 @@ class Scheduler:
         self._running = 0  # jobs in progress
         self._polling: set[str] = set()  # projects being polled by this process
         self._again: set[str] = set()  # ...and to poll once more when that ends
-        self._deliver = outbox_delivery()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -145,9 +135,8 @@ class Scheduler:
             ("tick", self.run_tick, self.timings.tick),
             ("poll", self.poll_due, self.timings.poll_check),
             ("expire", self.expire, self.timings.expire),
+            ("outbox", self.deliver_outbox, self.timings.outbox),
         ]
-        if self._deliver is not None:
-            jobs.append(("outbox", self.deliver_outbox, self.timings.outbox))
         if self.ctx.db.is_sqlite:
             jobs.append(("writer", self.renew_writer, WRITER_RENEW.total_seconds()))
         for name, func, seconds in jobs:
@@ -155,10 +144,7 @@ class Scheduler:
                 self._guarded(name, func), "interval", seconds=seconds, id=name, next_run_time=now
             )
         self._aps.start()
-        log.info(
-            "scheduler started",
-            extra={"replica": self.owner, "outbox": self._deliver is not None},
-        )
+        log.info("scheduler started", extra={"replica": self.owner})
 
     def begin_stop(self) -> None:
         """Stop starting new work; what runs now finishes (non-blocking, signal-safe)."""
@@ -354,19 +340,21 @@ class Scheduler:
 
     def renew_writer(self) -> bool:
         """Keep this server the one writer of its SQLite database (see ``claim_writer``)."""
-        if leases.claim(self.ctx, [leases.SQLITE_WRITER], self.owner, WRITER_LEASE):
+        if leases.claim(
+            self.ctx.db, self.ctx.clock, [leases.SQLITE_WRITER], self.owner, WRITER_LEASE
+        ):
             return True
         log.error("another server took over this SQLite database; stopping work here")
         self.begin_stop()
         return False
 
-    def deliver_outbox(self) -> object:
-        return self._deliver(self.ctx) if self._deliver is not None else None
+    def deliver_outbox(self) -> int:
+        return outbox.deliver_due(self.ctx)
 
     # -- leases -------------------------------------------------------------------------------
 
     def _claim(self, names: list[str], ttl: timedelta) -> list[str]:
-        return leases.claim(self.ctx, names, self.owner, ttl)
+        return leases.claim(self.ctx.db, self.ctx.clock, names, self.owner, ttl)
 
     def _release(self, session: Session, names: list[str]) -> None:
         leases.release(session, names, self.owner)

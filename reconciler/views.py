@@ -7,6 +7,7 @@ not values), and secrets are never read here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,8 @@ from sqlalchemy.orm import Session
 from reconciler.admin.members import shown_actor
 from reconciler.clock import utc
 from reconciler.core.states import DeploymentState
+from reconciler.engine.queueing import Ended
+from reconciler.gitsource.urls import sanitize_url
 from reconciler.store import schema
 
 
@@ -128,7 +131,7 @@ def project_status(
         )
     return {
         "slug": project.slug,
-        "repo": _safe_url(project.repo_url),
+        "repo": sanitize_url(project.repo_url),
         "branch": project.branch,
         "commit": project.last_commit,
         "blocker": project.blocker,
@@ -139,10 +142,29 @@ def project_status(
     }
 
 
-def _safe_url(url: str) -> str:
-    from reconciler.gitsource.urls import sanitize_url
+def ended(items: Iterable[Ended]) -> list[dict[str, Any]]:
+    """What a request ended (superseded, cancelled), as its response lists it."""
+    return [
+        {"id": str(e.id), "service": e.service, "release": e.release, "state": e.state}
+        for e in items
+    ]
 
-    return sanitize_url(url)
+
+def project(p: schema.Project) -> dict[str, Any]:
+    """``nebula project list --json``: a project's registration and when it was polled."""
+    return {
+        "slug": p.slug,
+        "repo": sanitize_url(p.repo_url),
+        "branch": p.branch,
+        "path": p.path,
+        "interval": p.interval_seconds,
+        "concurrency": p.concurrency,
+        "commit": p.last_commit,
+        "blocker": p.blocker,
+        "message": p.blocker_message,
+        "last_polled_at": iso(p.last_polled_at),
+        "next_poll_at": iso(p.next_poll_at),
+    }
 
 
 def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> dict[str, Any]:

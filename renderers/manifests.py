@@ -13,19 +13,13 @@ from typing import Any
 
 import yaml
 
-from reconciler.errors import ConfigurationError, NebulaError, PermanentError
+from reconciler.errors import ConfigurationError, ManifestError, NebulaError
 from renderers import templating
 
 try:
     Loader: type[Any] = yaml.CSafeLoader
 except AttributeError:  # PyYAML built without libyaml
     Loader = yaml.SafeLoader
-
-
-class ManifestError(PermanentError):
-    """A rendered object is not what it should be: a bug in Nebula, not in nebula.toml."""
-
-    code = "invalid-manifest"
 
 
 @dataclass(frozen=True)

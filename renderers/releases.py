@@ -1,9 +1,9 @@
 """What the renderers take: frozen inputs, independent of the store and of the file.
 
 A ``ReleaseSpec`` holds everything one release renders from: the effective service spec, the
-release number and the variables as frozen at release creation. The reconciler rebuilds these
-from stored releases; ``nebula render`` builds them from a file with the ``*_from_config``
-helpers below. Every input is hashable and compared by content, which is what the render cache
+release number and the variables as frozen at release creation (``model.frozen``). The
+reconciler builds them from stored releases and ``nebula render`` from a file, both through
+``release_spec``. Every input is hashable and compared by content, which is what the render cache
 keys on.
 """
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconciler.model import references
-from reconciler.model.resolving import Resolved, resolve_variables
-from reconciler.model.specs import DATABASE_PORT, DatabaseSpec, EnvironmentConfig, ServiceSpec
+from reconciler.model.frozen import FrozenRelease, Ports
+from reconciler.model.resolving import Resolved
+from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec
 from renderers import naming
 
 
@@ -38,7 +39,7 @@ class ReleaseSpec:
     service: ServiceSpec  # effective: the environment's overrides merged
     number: int
     variables: Resolved  # service references already replaced (reconciler.model.resolving)
-    ports: tuple[tuple[str, int | None], ...] = ()  # the stable port of each host() target
+    ports: Ports = ()  # the stable port of each host() target
 
     @property
     def name(self) -> str:
@@ -63,43 +64,25 @@ class EnvironmentUnit:
     secret_names: tuple[str, ...] = ()
 
 
-def release_from_config(
-    project: str, config: EnvironmentConfig, service: str, number: int = 1
-) -> ReleaseSpec:
-    spec = config.service(service)
-    if spec is None:
-        raise KeyError(service)
-    variables = resolve_variables(config, spec)
+def release_spec(scope: Scope, number: int, frozen: FrozenRelease) -> ReleaseSpec:
+    """The one way a release spec is made: from a release's frozen configuration."""
     return ReleaseSpec(
-        scope=Scope(project, config.name),
-        service=spec,
+        scope=scope,
+        service=frozen.service,
         number=number,
-        variables=variables,
-        ports=host_ports(config, variables),
+        variables=frozen.variables,
+        ports=frozen.ports,
     )
 
 
-def host_ports(
-    config: EnvironmentConfig, variables: Resolved
-) -> tuple[tuple[str, int | None], ...]:
-    """The port behind each ``host()`` the variables use: a service's primary port, or 5432.
-
-    Only the units referenced, so that a release (and its cache key) does not change when an
-    unrelated service changes its port.
-    """
-    targets = {
-        segment.target
-        for _, segments in variables
-        for segment in segments
-        if isinstance(segment, references.Reference) and segment.kind is references.RefKind.HOST
-    }
-    ports: list[tuple[str, int | None]] = []
-    for name in sorted(targets):
-        if config.database(name) is not None:
-            ports.append((name, DATABASE_PORT))
-        elif (target := config.service(name)) is not None:
-            ports.append((name, target.stable_port))
-    return tuple(ports)
+def release_from_config(
+    project: str, config: EnvironmentConfig, service: str, number: int = 1
+) -> ReleaseSpec:
+    """What a release of ``service`` created from ``config`` now would render from."""
+    spec = config.service(service)
+    if spec is None:
+        raise KeyError(service)
+    return release_spec(Scope(project, config.name), number, FrozenRelease.of(config, spec))
 
 
 def database_from_config(project: str, config: EnvironmentConfig, name: str) -> DatabaseUnit:

@@ -83,3 +83,14 @@ class Renderer:
             out.append(self.release(spec))
             out.append(tuple(m for m in per_service if m.kind != "PersistentVolumeClaim"))
         return tuple(m for group in out for m in group)
+
+
+_SHARED: dict[Capabilities, Renderer] = {}
+
+
+def renderer(capabilities: Capabilities = RECENT) -> Renderer:
+    """The process's renderer for ``capabilities``: one cache shared by every caller (the
+    engine rendering what it applies, notices rendering what a request would change)."""
+    if capabilities not in _SHARED:
+        _SHARED[capabilities] = Renderer(capabilities)
+    return _SHARED[capabilities]

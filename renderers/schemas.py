@@ -27,8 +27,9 @@ import kubernetes_validate
 from packaging.version import Version
 from referencing import Registry, Resource
 
+from reconciler.errors import ManifestError
 from renderers.capabilities import LATEST, Capabilities
-from renderers.manifests import Manifest, ManifestError
+from renderers.manifests import Manifest
 
 # Where a carried version lacks a kind an older cluster serves: the successor to check against.
 _SUCCESSORS = {("batch/v1beta1", "CronJob"): "batch/v1"}

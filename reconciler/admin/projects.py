@@ -9,10 +9,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
+from reconciler.core.states import ServiceStatus
 from reconciler.durations import parse_duration
-from reconciler.errors import ConfigurationError, NotFoundError, RefusedError
+from reconciler.errors import ConfigurationError, ConflictError, InvalidFileError, NotFoundError
 from reconciler.gitsource import urls
+from reconciler.model import validation
 from reconciler.model.reading import SLUG
+from reconciler.model.specs import EnvironmentConfig
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
 
@@ -44,7 +47,7 @@ def add(
             hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
         )
     if find(session, slug) is not None:
-        raise RefusedError(f"A project named '{slug}' already exists", code="conflict")
+        raise ConflictError(f"A project named '{slug}' already exists")
     _check_repo(repo)
     _check_interval(interval)
     project = schema.Project(
@@ -154,3 +157,20 @@ def unit(session: Session, env: schema.Environment, name: str) -> schema.Unit:
             f"No service '{name}' in {env.project.slug}/{env.name}",
         )
     return row
+
+
+def units(session: Session, env: schema.Environment) -> dict[str, schema.Unit]:
+    """The environment's services and databases by name (not those removed and torn down)."""
+    rows = session.scalars(select(schema.Unit).where(schema.Unit.environment_id == env.id))
+    return {u.name: u for u in rows if u.status != ServiceStatus.REMOVED}
+
+
+def recorded_config(env: schema.Environment) -> EnvironmentConfig | None:
+    """The last file applied to ``env`` (what the next push is compared with), as that
+    environment's configuration; None before the first change set took effect."""
+    if not env.recorded_file:
+        return None
+    try:
+        return validation.load(env.recorded_file).environment(env.name)
+    except InvalidFileError:
+        return None

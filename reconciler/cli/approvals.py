@@ -75,7 +75,7 @@ def _decide(args: argparse.Namespace, approve: bool) -> int:
             reason=getattr(args, "reason", None),
         )
         data = views.approval(decision.approval)
-        ended = [e.__dict__ | {"id": str(e.id)} for e in decision.ended]
+        ended = views.ended(decision.ended)
     if args.json:
         output.print_json({"approval": data, "ended": ended})
     else:

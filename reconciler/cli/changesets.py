@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from sqlalchemy.orm import Session
+
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output
+from reconciler.core.states import ApprovalTarget
 from reconciler.errors import RefusedError
 from reconciler.requests import applying, approvals, changesets
+from reconciler.store import schema
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -33,13 +37,8 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
 
 
-def _json(session: object, c: object) -> dict[str, object]:
-    from sqlalchemy.orm import Session
-
-    from reconciler.store import schema
-
-    assert isinstance(session, Session) and isinstance(c, schema.ChangeSet)
-    return views.changeset(c, approvals.for_target(session, "changeset", c.id))
+def _json(session: Session, c: schema.ChangeSet) -> dict[str, object]:
+    return views.changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
 
 
 def _value(value: object) -> str:
@@ -109,7 +108,7 @@ def apply(args: argparse.Namespace) -> int:
         result = applying.apply(session, ctx, changeset, requester=who)
         data = _json(session, changeset)
         deployments = [views.deployment(d) for d in result.deployments]
-        ended = [e.__dict__ | {"id": str(e.id)} for e in result.ended]
+        ended = views.ended(result.ended)
     if result.refused:
         raise RefusedError(f"Change set {args.id} not applied: {result.refused}")
     if args.json:

@@ -6,7 +6,6 @@ import argparse
 import socket
 from pathlib import Path
 
-from reconciler import demo
 from reconciler.cli import common
 from reconciler.durations import parse_duration
 
@@ -32,6 +31,10 @@ def _free_port() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported when run, not when the parser is built: the demo brings the web app and its
+    # server, which no other command needs (start-up time).
+    from reconciler import demo
+
     return demo.main(
         parse_duration(args.delay, setting="--delay"),
         Path(args.keep) if args.keep else None,

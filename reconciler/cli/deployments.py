@@ -11,6 +11,7 @@ from sqlalchemy import select
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output
+from reconciler.errors import NotFoundError
 from reconciler.requests import actions
 from reconciler.store import schema
 
@@ -139,8 +140,6 @@ def show(args: argparse.Namespace) -> int:
     with common.transaction(args) as (_, session):
         d = session.get(schema.Deployment, common.parse_id(args.id, "deployment"))
         if d is None:
-            from reconciler.errors import NotFoundError
-
             raise NotFoundError(
                 f"No deployment {args.id}", hint="list them with: nebula deployments"
             )
@@ -166,7 +165,7 @@ def _requested(args: argparse.Namespace, result: actions.Requested) -> int:
     data: dict[str, Any] = {
         "deployment": views.deployment(result.deployment),
         "approval": views.approval(result.approval) if result.approval else None,
-        "ended": [e.__dict__ | {"id": str(e.id)} for e in result.ended],
+        "ended": views.ended(result.ended),
     }
     if args.json:
         output.print_json(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from reconciler import reconciling
+from reconciler import reconciling, views
 from reconciler.admin import projects
 from reconciler.cli import common, output
 from reconciler.durations import parse_duration
@@ -43,23 +43,6 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
 
 
-def _project_json(p: object) -> dict[str, object]:
-    from reconciler.store import schema
-
-    assert isinstance(p, schema.Project)
-    return {
-        "slug": p.slug,
-        "repo": sanitize_url(p.repo_url),
-        "branch": p.branch,
-        "path": p.path,
-        "interval": p.interval_seconds,
-        "concurrency": p.concurrency,
-        "commit": p.last_commit,
-        "blocker": p.blocker,
-        "message": p.blocker_message,
-    }
-
-
 def project_add(args: argparse.Namespace) -> int:
     interval = parse_duration(args.interval, setting="--interval") if args.interval else None
     with common.transaction(args) as (ctx, session):
@@ -72,7 +55,7 @@ def project_add(args: argparse.Namespace) -> int:
             path=args.path,
             interval=interval or ctx.settings.poll_interval,
         )
-        data = _project_json(project)
+        data = views.project(project)
     if args.json:
         output.print_json({"project": data})
     else:
@@ -82,7 +65,7 @@ def project_add(args: argparse.Namespace) -> int:
 
 def project_list(args: argparse.Namespace) -> int:
     with common.transaction(args) as (_, session):
-        rows = [_project_json(p) for p in projects.listing(session)]
+        rows = [views.project(p) for p in projects.listing(session)]
     if args.json:
         output.print_json({"projects": rows})
     else:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from reconciler.core import messages
 from reconciler.core.states import ApprovalRule, DeploymentKind, Role
+from reconciler.errors import ForbiddenError
 
 
 @dataclass(frozen=True)
@@ -57,17 +58,15 @@ def evaluate(request: Request, policies: Policies) -> Outcome:
     return Outcome(None, messages.WAITING_FOR_APPROVAL)
 
 
-class Refusal(Exception):
-    """Why this person may not decide; the message is shown to them (CLI, API, Slack)."""
-
-
 def check_decider(decider: str, role: Role | None, requester: str, policies: Policies) -> None:
-    """Raises ``Refusal`` when ``decider`` may not decide an approval ``requester`` asked for."""
+    """Raises ``ForbiddenError`` (its message is shown to them: CLI, API, Slack) when ``decider`` may not decide an approval ``requester`` asked for."""
     if role is None:
-        raise Refusal(f"'{decider}' is not a member of this organization.")
+        raise ForbiddenError(f"'{decider}' is not a member of this organization.")
     if not role.can_decide:
-        raise Refusal(f"Only an admin or owner can decide approvals; {decider} is a {role.value}.")
+        raise ForbiddenError(
+            f"Only an admin or owner can decide approvals; {decider} is a {role.value}."
+        )
     if policies.forbid_self_approval and decider == requester:
-        raise Refusal(
+        raise ForbiddenError(
             "Your policy forbids approving your own deploys: someone else must approve this request."
         )

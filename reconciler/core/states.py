@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from reconciler.errors import Blocker
+
+__all__ = ["Blocker"]  # the blocker names live with the errors that report them
+
 
 class DeploymentState(StrEnum):
     AWAITING_APPROVAL = "awaiting-approval"
@@ -59,6 +63,12 @@ STAGES_ON_CLUSTER = (
     DeploymentState.DRAINING,
 )
 
+# Not ended: what may still move, including what waits for a person's approval.
+OPEN_STATES = frozenset(s for s in DeploymentState if s not in FINAL_STATES)
+# In flight: counted against the concurrency cap and stepped by the tick. Waiting for approval
+# is not yet in flight; a deployment held behind a dependency is.
+IN_FLIGHT_STATES = OPEN_STATES - {DeploymentState.AWAITING_APPROVAL}
+
 # The visible path on the status page: every state a successful deployment may pass.
 HAPPY_PATH = (
     DeploymentState.AWAITING_APPROVAL,
@@ -68,24 +78,20 @@ HAPPY_PATH = (
 )
 
 
+class StageMarker(StrEnum):
+    """How far a stage got on the cluster, committed with the step that got there, so a
+    replayed stage repeats no call it already made (and a final deployment is cleaned up)."""
+
+    JOB_STARTED = "job-started"  # releasing: the release command's Job was created
+    PREVIOUS_DRAINED = "previous-drained"  # starting a volume release: the old one stopped
+    APPLIED = "applied"  # starting: the release's objects were applied
+    CLEANUP = "cleanup"  # ended before healthy: its objects are still to be removed
+
+
 class DeploymentKind(StrEnum):
     DEPLOY = "deploy"
     ROLLBACK = "rollback"
     PROMOTE = "promote"
-
-
-class Blocker(StrEnum):
-    """Why a deployment (or a project) cannot move; a failed deployment names the one it stopped on."""
-
-    CONFIGURATION = "configuration"
-    DELIVERY = "delivery"
-    STALLED = "stalled"
-    WAITING = "waiting"
-    RELEASE_COMMAND = "release-command"
-    IMAGE_PULL = "image-pull"
-    CAPACITY = "capacity"
-    READINESS = "readiness"
-    ROUTE_ACTIVATION = "route-activation"
 
 
 class ChangeSetState(StrEnum):
@@ -98,7 +104,10 @@ class ChangeSetState(StrEnum):
 
     @property
     def is_open(self) -> bool:
-        return self in (ChangeSetState.DRAFT, ChangeSetState.PENDING_APPROVAL)
+        return self in OPEN_CHANGESET_STATES
+
+
+OPEN_CHANGESET_STATES = frozenset({ChangeSetState.DRAFT, ChangeSetState.PENDING_APPROVAL})
 
 
 class LineKind(StrEnum):

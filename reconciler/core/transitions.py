@@ -1,4 +1,5 @@
-"""The one transition table for deployment states. Every state change goes through ``advance``.
+"""The transition tables: deployments, change sets and approvals. Every state change of each
+goes through its table here (``advance``, ``check_changeset``, ``check_approval``).
 
 behaviour.md "Deployment states"::
 
@@ -16,8 +17,13 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from reconciler.core.states import FINAL_STATES, DeploymentState
-from reconciler.errors import RefusedError
+from reconciler.core.states import (
+    OPEN_STATES,
+    ApprovalState,
+    ChangeSetState,
+    DeploymentState,
+)
+from reconciler.errors import IllegalTransition
 
 S = DeploymentState
 
@@ -38,8 +44,6 @@ class Trigger(StrEnum):
     SUPERSEDE = "supersede"
 
 
-_OPEN = [s for s in DeploymentState if s not in FINAL_STATES]
-
 TABLE: dict[tuple[DeploymentState, Trigger], DeploymentState] = {
     (S.AWAITING_APPROVAL, Trigger.APPROVE): S.PENDING,
     (S.AWAITING_APPROVAL, Trigger.REJECT): S.REJECTED,
@@ -52,16 +56,12 @@ TABLE: dict[tuple[DeploymentState, Trigger], DeploymentState] = {
     (S.QUALIFYING, Trigger.ACTIVATE): S.ACTIVATING,
     (S.ACTIVATING, Trigger.DRAIN): S.DRAINING,
     (S.DRAINING, Trigger.FINISH): S.HEALTHY,
-    **{(s, Trigger.FAIL): S.FAILED for s in _OPEN},
-    **{(s, Trigger.CANCEL): S.CANCELLED for s in _OPEN},
-    **{(s, Trigger.SUPERSEDE): S.SUPERSEDED for s in _OPEN if not s.is_taking_traffic},
+    **{(s, Trigger.FAIL): S.FAILED for s in OPEN_STATES},
+    **{(s, Trigger.CANCEL): S.CANCELLED for s in OPEN_STATES},
+    **{(s, Trigger.SUPERSEDE): S.SUPERSEDED for s in OPEN_STATES if not s.is_taking_traffic},
 }
 
 INITIAL_STATES = frozenset({S.AWAITING_APPROVAL, S.PENDING})
-
-
-class IllegalTransition(RefusedError):
-    code = "illegal-transition"
 
 
 def advance(state: DeploymentState, trigger: Trigger) -> DeploymentState:
@@ -80,5 +80,38 @@ def allowed(state: DeploymentState, trigger: Trigger) -> bool:
     return (state, trigger) in TABLE
 
 
-def initial_state(protected: bool) -> DeploymentState:
-    return S.AWAITING_APPROVAL if protected else S.PENDING
+def initial_state(awaiting_approval: bool) -> DeploymentState:
+    """Where a deployment starts: waiting for its approval (a protected environment, no rule
+    passed it at once), else pending."""
+    return S.AWAITING_APPROVAL if awaiting_approval else S.PENDING
+
+
+# behaviour.md "Change set states": a draft is applied at once, waits for approval, or ends
+# discarded (replaced, drifted for good) or failed (its promotion gate failed); one pending
+# approval is applied, rejected or discarded (expired, or a deployment of it ended first).
+CS = ChangeSetState
+CHANGESET_MOVES: dict[ChangeSetState, frozenset[ChangeSetState]] = {
+    CS.DRAFT: frozenset({CS.PENDING_APPROVAL, CS.APPLIED, CS.DISCARDED, CS.FAILED}),
+    CS.PENDING_APPROVAL: frozenset({CS.APPLIED, CS.REJECTED, CS.DISCARDED}),
+}
+
+# An approval is decided once: recorded pending (or approved at once by a rule), then ended.
+A = ApprovalState
+APPROVAL_MOVES: dict[ApprovalState, frozenset[ApprovalState]] = {
+    A.PENDING: frozenset({A.APPROVED, A.REJECTED, A.EXPIRED, A.CANCELLED}),
+}
+INITIAL_APPROVAL_STATES = frozenset({A.PENDING, A.APPROVED})
+
+
+def check_changeset(before: ChangeSetState, after: ChangeSetState) -> ChangeSetState:
+    """``after``, when a change set that is ``before`` may become it; else ``IllegalTransition``."""
+    if after not in CHANGESET_MOVES.get(before, frozenset()):
+        raise IllegalTransition(f"A change set that is {before.value} cannot become {after.value}")
+    return after
+
+
+def check_approval(before: ApprovalState, after: ApprovalState) -> ApprovalState:
+    """``after``, when an approval that is ``before`` may become it; else ``IllegalTransition``."""
+    if after not in APPROVAL_MOVES.get(before, frozenset()):
+        raise IllegalTransition(f"An approval that is {before.value} cannot become {after.value}")
+    return after

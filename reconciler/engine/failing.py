@@ -17,8 +17,7 @@ from reconciler.core import messages
 from reconciler.core.states import Blocker, DeploymentState
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording, stages
-from reconciler.errors import ConfigurationError, NebulaError, PermanentError
-from reconciler.runtimes.cluster import UnreachableError
+from reconciler.errors import ConfigurationError, NebulaError, PermanentError, UnreachableError
 from reconciler.store import schema
 
 S = DeploymentState

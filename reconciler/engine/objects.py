@@ -16,36 +16,18 @@ from sqlalchemy.orm import Session
 
 from reconciler.admin import secrets
 from reconciler.context import Context
-from reconciler.core.states import DeploymentState
+from reconciler.core.states import DeploymentState, StageMarker
 from reconciler.engine import releases
 from reconciler.engine.stages import Facts
-from reconciler.model.specs import DatabaseSpec, ProcessType, ServiceSpec
-from reconciler.runtimes.cluster import Cluster, ProbeKind, ReleaseObjects
+from reconciler.model.specs import DatabaseSpec, ProcessType
+from reconciler.runtimes.cluster import ProbeKind, ReleaseObjects
 from reconciler.store import schema
-from renderers import naming
-from renderers.capabilities import RECENT, Capabilities
+from renderers import naming, rendering
+from renderers.capabilities import Capabilities
 from renderers.manifests import Manifest
-from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec, Scope
+from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec, Scope, release_spec
 from renderers.rendering import Renderer
 from renderers.secrets import SecretValues, Sensitive
-
-_RENDERERS: dict[Capabilities, Renderer] = {}
-
-
-def renderer(capabilities: Capabilities = RECENT) -> Renderer:
-    if capabilities not in _RENDERERS:
-        _RENDERERS[capabilities] = Renderer(capabilities)
-    return _RENDERERS[capabilities]
-
-
-def cluster_for(ctx: Context, d: schema.Deployment) -> Cluster:
-    env = d.environment
-    if ctx.clusters is None:
-        from reconciler.runtimes.registry import Clusters
-
-        ctx.clusters = Clusters(ctx.settings, ctx.db, ctx.clock)
-    cluster: Cluster = ctx.clusters.for_environment(env.project.clusters, env.name)
-    return cluster
 
 
 def _bodies(manifests: tuple[Manifest, ...]) -> tuple[dict[str, Any], ...]:
@@ -72,10 +54,9 @@ def facts(
     env = d.environment
     project = env.project
     scope = Scope(project.slug, env.name)
-    render = renderer(capabilities)
-    spec = releases.spec_of(d.release)
+    render = rendering.renderer(capabilities)
+    frozen = releases.frozen(d.release)
     active = d.unit.active_release
-    previous = active.name if active is not None and active.id != d.release_id else None
     base = ReleaseObjects(
         project=project.slug,
         environment=env.name,
@@ -89,50 +70,61 @@ def facts(
         for k, v in secrets.values(session, ctx.vault, project.id, env.name).items()
         if not k.startswith("nebula.")
     }
-    env_objects = render.environment(
-        EnvironmentUnit(scope, tuple(sorted(stored))),
-        SecretValues.of(stored, f"{project.slug}/{env.name}"),
-    )
+    values = SecretValues.of(stored, f"{project.slug}/{env.name}")
+    shared = _bodies(render.environment(EnvironmentUnit(scope, tuple(sorted(stored))), values))
+    spec = frozen.unit
     if isinstance(spec, DatabaseSpec):
         password = database_password(session, ctx, project.id, env.name, spec.name)
-        rendered = render.database(DatabaseUnit(scope, spec), Sensitive(password))
-        objects = replace(
-            base,
-            is_database=True,
-            shared=_bodies(env_objects) + _bodies(tuple(m for m in rendered if m.kind == "Secret")),
-            workload=_bodies(tuple(m for m in rendered if m.kind != "Secret")),
-            primary=spec.name,
-            primary_kind="StatefulSet",
-            replicas=1,
-        )
-        return Facts(
-            d.id,
-            _state(d),
-            d.stage_marker,
-            objects,
-            previous,
-            False,
-            d.stage_started_at or d.created_at,
-            _seconds(0),
-            ctx.clock.now(),
-        )
-    assert isinstance(spec, ServiceSpec)
-    for name in sorted(releases.secret_names(d.release)):
-        SecretValues.of(stored, f"{project.slug}/{env.name}").secret(name)  # raises if missing
-    config = d.release.config
-    release_spec = ReleaseSpec(
-        scope=scope,
-        service=spec,
-        number=d.release.number,
-        variables=tuple(
-            (k, releases.segments_from_json(v)) for k, v in config.get("variables", [])
-        ),
-        ports=tuple(sorted((k, v) for k, v in config.get("ports", {}).items())),
+        objects = _database(render, scope, spec, base, shared, Sensitive(password))
+        downtime, stabilization = False, 0
+    else:
+        for name in sorted(frozen.secret_names):
+            values.secret(name)  # raises ConfigurationError if it is missing
+        objects = _service(render, release_spec(scope, d.release.number, frozen), base, shared)
+        primary = spec.primary_process
+        downtime = spec.downtime_accepted
+        stabilization = primary.stabilization_seconds if primary else 0
+    return Facts(
+        d.id,
+        DeploymentState(d.state),
+        StageMarker(d.stage_marker) if d.stage_marker else None,
+        objects,
+        active.name if active is not None and active.id != d.release_id else None,
+        downtime,
+        d.stage_started_at or d.created_at,
+        timedelta(seconds=stabilization),
+        ctx.clock.now(),
     )
-    own = render.release(release_spec)
-    per_service = render.service(release_spec)
-    job_name = naming.release_job(spec.name, d.release.number)
-    primary = spec.primary_process
+
+
+def _database(
+    render: Renderer,
+    scope: Scope,
+    spec: DatabaseSpec,
+    base: ReleaseObjects,
+    shared: tuple[dict[str, Any], ...],
+    password: Sensitive,
+) -> ReleaseObjects:
+    rendered = render.database(DatabaseUnit(scope, spec), password)
+    return replace(
+        base,
+        is_database=True,
+        shared=shared + _bodies(tuple(m for m in rendered if m.kind == "Secret")),
+        workload=_bodies(tuple(m for m in rendered if m.kind != "Secret")),
+        primary=spec.name,
+        primary_kind="StatefulSet",
+        replicas=1,
+    )
+
+
+def _service(
+    render: Renderer, spec: ReleaseSpec, base: ReleaseObjects, shared: tuple[dict[str, Any], ...]
+) -> ReleaseObjects:
+    own = render.release(spec)
+    per_service = render.service(spec)
+    service, number = spec.service, spec.number
+    job_name = naming.release_job(service.name, number)
+    primary = service.primary_process
     probe = ProbeKind.NONE
     if primary is not None and primary.type is ProcessType.HTTP:
         probe = ProbeKind.HTTP
@@ -140,41 +132,19 @@ def facts(
         probe = ProbeKind.TCP
     stable = [m for m in per_service if m.kind == "Service"]
     job = [m for m in own if m.kind == "Job" and m.name == job_name]
-    objects = replace(
+    return replace(
         base,
-        shared=_bodies(env_objects)
-        + _bodies(tuple(m for m in per_service if m.kind == "PersistentVolumeClaim")),
+        shared=shared + _bodies(tuple(m for m in per_service if m.kind == "PersistentVolumeClaim")),
         release_job=_bodies(tuple(job))[0] if job else None,
         workload=_bodies(tuple(m for m in own if not (m.kind == "Job" and m.name == job_name))),
         stable_service=_bodies(tuple(stable))[0] if stable else None,
-        primary=naming.deployment(spec.name, d.release.number, primary.name, True)
-        if primary
-        else None,
+        primary=naming.deployment(service.name, number, primary.name, True) if primary else None,
         replicas=primary.replicas if primary else 0,
-        own_service=naming.release_service(spec.name, d.release.number)
+        own_service=naming.release_service(service.name, number)
         if primary and primary.port
         else None,
         port=primary.port if primary else None,
         readiness_path=primary.readiness_path if primary else "/",
         probe=probe,
-        release_command_timeout=spec.release_command_timeout,
+        release_command_timeout=service.release_command_timeout,
     )
-    return Facts(
-        d.id,
-        _state(d),
-        d.stage_marker,
-        objects,
-        previous,
-        spec.downtime_accepted,
-        d.stage_started_at or d.created_at,
-        _seconds(primary.stabilization_seconds if primary else 0),
-        ctx.clock.now(),
-    )
-
-
-def _state(d: schema.Deployment) -> DeploymentState:
-    return DeploymentState(d.state)
-
-
-def _seconds(n: int) -> timedelta:
-    return timedelta(seconds=n)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.core import messages
+from reconciler.core import messages, transitions
 from reconciler.core.states import DeploymentKind, DeploymentState
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording
-from reconciler.errors import RefusedError
+from reconciler.errors import ConflictError
 from reconciler.store import events, schema
 
 S = DeploymentState
@@ -25,12 +25,19 @@ S = DeploymentState
 
 @dataclass(frozen=True)
 class Ended:
-    """A deployment a request ended, listed in the request's response."""
+    """A deployment a request ended: listed in the request's response, and what its caller
+    ends with it (the approval it waited for, the change set it belonged to)."""
 
     id: int
     service: str
     release: str
     state: str
+    message: str | None = None
+    changeset_id: int | None = None
+
+    @classmethod
+    def of(cls, d: schema.Deployment) -> Ended:
+        return cls(d.id, d.unit.name, d.release.name, d.state, d.message, d.changeset_id)
 
 
 def create(
@@ -46,7 +53,7 @@ def create(
     changeset_id: int | None = None,
 ) -> schema.Deployment:
     now = clock.now()
-    state = S.AWAITING_APPROVAL if awaiting_approval else S.PENDING
+    state = transitions.initial_state(awaiting_approval)
     deployment = schema.Deployment(
         project_id=unit.project_id,
         environment_id=unit.environment_id,
@@ -65,18 +72,10 @@ def create(
     )
     session.add(deployment)
     session.flush()
-    events.record(
-        session,
-        now,
-        "deployment",
-        project_id=deployment.project_id,
-        environment_id=deployment.environment_id,
-        deployment_id=deployment.id,
-        state=state.value,
-        message=f"{kind.value} of {unit.name} {release.name} requested"
-        + (f": {message}" if message and awaiting_approval else ""),
-        actor=requested_by,
-    )
+    requested = f"{kind.value} of {unit.name} {release.name} requested"
+    if message and awaiting_approval:
+        requested += f": {message}"
+    events.deployment(session, now, deployment, requested, actor=requested_by)
     return deployment
 
 
@@ -99,7 +98,10 @@ def _supersedable(other: schema.Deployment, new: schema.Deployment) -> bool:
 def enter_pending(
     session: Session, clock: Clock, deployment: schema.Deployment, actor: str | None
 ) -> list[Ended]:
-    """Start counting ``deployment``: supersede older work on its service, or wait behind it."""
+    """Start counting ``deployment``: supersede older work on its service, or wait behind it.
+
+    Returns what it superseded; the caller ends their approvals and change sets (they belong
+    to the requests above the engine)."""
     if deployment.state == S.AWAITING_APPROVAL.value:
         recording.move(session, clock, deployment, Trigger.APPROVE, actor=actor)
     ended: list[Ended] = []
@@ -107,8 +109,7 @@ def enter_pending(
     for other in recording.open_for_unit(session, deployment.unit_id):
         if other.id == deployment.id:
             continue
-        state = S(other.state)
-        if state.is_taking_traffic:
+        if S(other.state).is_taking_traffic:
             recording.note(
                 session,
                 clock,
@@ -127,51 +128,35 @@ def enter_pending(
             message=messages.superseded_by(release),
             actor=actor,
         )
-        _end_approval(session, clock, other, actor)
-        ended.append(Ended(other.id, deployment.unit.name, other.release.name, S.SUPERSEDED.value))
+        ended.append(Ended.of(other))
     return ended
 
 
-def _end_approval(
-    session: Session, clock: Clock, deployment: schema.Deployment, actor: str | None
-) -> None:
-    from reconciler.requests import approvals, changesets
-
-    approvals.cancel_for(session, clock, "deployment", deployment.id, actor=actor)
-    if deployment.changeset_id is None:
-        return
-    changeset = session.get(schema.ChangeSet, deployment.changeset_id)
-    if changeset is not None and changeset.state in changesets.OPEN:
-        # A change set is approved and applied whole: with one of its deployments ended before
-        # that, what it would apply is no longer what was staged. Discarded, its approval and
-        # other waiting deployments end with it, and it is not recorded as applied, so the next
-        # push stages its changes again against what really runs.
-        changesets.discard(
-            session,
-            clock,
-            changeset,
-            f"Discarded: its deployment of {deployment.unit.name} {deployment.release.name} "
-            f"ended {deployment.state} ({deployment.message})",
-            actor=actor,
-        )
-
-
 def cancel(
-    session: Session, clock: Clock, deployment: schema.Deployment, actor: str | None
-) -> None:
+    session: Session,
+    clock: Clock,
+    deployment: schema.Deployment,
+    actor: str | None,
+    *,
+    message: str | None = None,
+) -> Ended:
+    """End ``deployment`` ``cancelled``; refused once it has ended or while it takes traffic.
+    The caller ends its approval and change set."""
     state = S(deployment.state)
     if state.is_final:
-        raise RefusedError(
-            f"Deployment {deployment.id} has already ended ({state.value})", code="conflict"
-        )
+        raise ConflictError(f"Deployment {deployment.id} has already ended ({state.value})")
     if state.is_taking_traffic:
-        raise RefusedError(
+        raise ConflictError(
             f"Deployment {deployment.id} is {state.value}: it is taking over traffic and cannot be "
-            "cancelled now. Roll back once it is healthy.",
-            code="conflict",
+            "cancelled now. Roll back once it is healthy."
         )
     who = f" by {actor}" if actor else ""
     recording.move(
-        session, clock, deployment, Trigger.CANCEL, message=f"Cancelled{who}", actor=actor
+        session,
+        clock,
+        deployment,
+        Trigger.CANCEL,
+        message=message or f"Cancelled{who}",
+        actor=actor,
     )
-    _end_approval(session, clock, deployment, actor)
+    return Ended.of(deployment)

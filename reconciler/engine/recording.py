@@ -13,17 +13,17 @@ from sqlalchemy.orm import Session
 from notifiers import notices
 from reconciler.clock import Clock
 from reconciler.core import transitions
-from reconciler.core.states import Blocker, DeploymentState
+from reconciler.core.states import (
+    IN_FLIGHT_STATES,
+    OPEN_STATES,
+    Blocker,
+    DeploymentState,
+    StageMarker,
+)
 from reconciler.core.transitions import Trigger
 from reconciler.engine import releases
 from reconciler.store import events, schema
-
-OPEN_STATES = [s.value for s in DeploymentState if not s.is_final]
-RUNNING_STATES = [
-    s.value
-    for s in DeploymentState
-    if not s.is_final and s is not DeploymentState.AWAITING_APPROVAL
-]
+from reconciler.store.events import EventKind
 
 
 def move(
@@ -62,18 +62,8 @@ def move(
             if before.reaches_cluster and before is not DeploymentState.DRAINING:
                 # Its pods are removed by the next tick; a failed activation included (its
                 # release is kept if the stable Service selects it after all).
-                deployment.stage_marker = "cleanup"
-    events.record(
-        session,
-        now,
-        "deployment",
-        project_id=deployment.project_id,
-        environment_id=deployment.environment_id,
-        deployment_id=deployment.id,
-        state=state.value,
-        message=message,
-        actor=actor,
-    )
+                deployment.stage_marker = StageMarker.CLEANUP
+    events.deployment(session, now, deployment, message, actor=actor)
     if state is DeploymentState.FAILED:
         notices.deployment_failed(session, clock, deployment)
     return state
@@ -93,15 +83,12 @@ def note(
         return False
     deployment.blocker = new_blocker
     deployment.message = message
-    events.record(
+    events.deployment(
         session,
         clock.now(),
-        "deployment.blocker" if blocker is not None else "deployment.note",
-        project_id=deployment.project_id,
-        environment_id=deployment.environment_id,
-        deployment_id=deployment.id,
-        state=deployment.state,
-        message=message if blocker is not None or message else "cleared",
+        deployment,
+        message if blocker is not None or message else "cleared",
+        kind=EventKind.DEPLOYMENT_BLOCKER if blocker is not None else EventKind.DEPLOYMENT_NOTE,
     )
     return True
 
@@ -125,7 +112,7 @@ def running_in_project(session: Session, project_id: int) -> list[schema.Deploym
         session.scalars(
             select(schema.Deployment).where(
                 schema.Deployment.project_id == project_id,
-                schema.Deployment.state.in_(RUNNING_STATES),
+                schema.Deployment.state.in_(IN_FLIGHT_STATES),
             )
         )
     )

@@ -9,91 +9,39 @@ change a deployment in flight. When one goes active, the previous active release
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
 from reconciler.core.planning import Value, flatten
-from reconciler.core.states import ReleaseStatus
-from reconciler.model import codec, graph, references, resolving
-from reconciler.model.references import Literal, Reference, RefKind, Segment
-from reconciler.model.specs import EnvironmentConfig, ServiceSpec, Unit
+from reconciler.core.states import ReleaseStatus, ServiceKind
+from reconciler.model.frozen import FrozenRelease
 from reconciler.store import schema
 
 ROLLBACK_DEPTH = 3
 
 
-def freeze(config: EnvironmentConfig, unit: Unit) -> dict[str, Any]:
-    """The frozen configuration of a release of ``unit`` in ``config``'s environment."""
-    frozen: dict[str, Any] = {
-        "spec": codec.unit_to_dict(unit),
-        "dependencies": list(graph.dependencies(config, unit.name)),
-        "variables": [],
-        "ports": {s.name: s.stable_port for s in config.services if s.stable_port is not None},
-    }
-    if isinstance(unit, ServiceSpec):
-        frozen["variables"] = [
-            [key, [_segment_to_json(s) for s in segments]]
-            for key, segments in resolving.resolve_variables(config, unit)
-        ]
-    return frozen
-
-
-def _segment_to_json(segment: Segment) -> dict[str, str]:
-    if isinstance(segment, Literal):
-        return {"text": segment.text}
-    return {"ref": segment.kind.value, "target": segment.target, "key": segment.key}
-
-
-def segments_from_json(items: list[dict[str, str]]) -> tuple[Segment, ...]:
-    return tuple(
-        Literal(i["text"]) if "text" in i else Reference(RefKind(i["ref"]), i["target"], i["key"])
-        for i in items
-    )
-
-
-def spec_of(release: schema.Release) -> Unit:
-    return codec.unit_from_dict(release.config["spec"])
-
-
-def secret_names(release: schema.Release) -> set[str]:
-    """The server-side secrets the release reads: a missing one is a configuration blocker."""
-    out = set()
-    for _, items in release.config.get("variables", []):
-        for segment in segments_from_json(items):
-            if isinstance(segment, Reference) and segment.kind is references.RefKind.SECRET:
-                out.add(segment.target)
-    return out
+def frozen(release: schema.Release) -> FrozenRelease:
+    """The release's frozen configuration, as a value (never its stored document's keys)."""
+    return FrozenRelease.from_storage(release.config)
 
 
 def live_values(unit: schema.Unit) -> dict[str, Value]:
     """What is live now: the active release's configuration, plus unit-level settings."""
     values: dict[str, Value] = {}
     if unit.active_release is not None:
-        values = flatten(spec_of(unit.active_release))
-    if unit.kind == "service":
+        values = flatten(frozen(unit.active_release).unit)
+    if unit.kind == ServiceKind.SERVICE:
         values["auto_deploy"] = unit.auto_deploy
     return values
 
 
 def headline(release: schema.Release | None) -> str | None:
-    if release is None:
-        return None
-    spec = release.config["spec"]
-    return (
-        str(spec["image"]) if spec["kind"] == "service" else f"{spec['engine']} {spec['version']}"
-    )
+    return frozen(release).headline if release is not None else None
 
 
 def create(
-    session: Session,
-    clock: Clock,
-    unit: schema.Unit,
-    config: dict[str, Any],
-    image: str,
-    source: str,
+    session: Session, clock: Clock, unit: schema.Unit, config: FrozenRelease, source: str
 ) -> schema.Release:
     """A new release with the next number of this unit (numbers are never reused or skipped)."""
     # Lock the unit's row (PostgreSQL; SQLite has one writer anyway) so two replicas or a CLI
@@ -104,8 +52,8 @@ def create(
     release = schema.Release(
         unit_id=unit.id,
         number=number,
-        image=image,
-        config=config,
+        image=config.image,
+        config=config.for_storage(),
         status=ReleaseStatus.CREATED.value,
         source=source,
         created_at=clock.now(),

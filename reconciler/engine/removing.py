@@ -10,10 +10,11 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from reconciler.context import Context
-from reconciler.core.states import ReleaseStatus, ServiceStatus
-from reconciler.engine import objects, recording, releases
+from reconciler.core.states import ReleaseStatus, ServiceStatus, StageMarker
+from reconciler.engine import recording, releases
 from reconciler.errors import PermanentError, TransientError
 from reconciler.store import events, schema
+from reconciler.store.events import EventKind
 
 
 def cleanup(ctx: Context, deployment_id: int) -> bool:
@@ -22,13 +23,13 @@ def cleanup(ctx: Context, deployment_id: int) -> bool:
     The cluster is called with no transaction open (a runtime may use the database too)."""
     with ctx.db.transaction() as session:
         d = session.get(schema.Deployment, deployment_id)
-        if d is None or d.stage_marker != "cleanup":
+        if d is None or d.stage_marker != StageMarker.CLEANUP:
             return False
         in_use = d.unit.active_release_id == d.release_id or any(
             o.release_id == d.release_id and o.id != d.id
             for o in recording.open_for_unit(session, d.unit_id)
         )
-        cluster = objects.cluster_for(ctx, d)
+        cluster = ctx.cluster(d.environment)
         namespace, unit, release = d.environment.namespace, d.unit.name, d.release.name
     refused: str | None = None
     if not in_use:
@@ -42,19 +43,16 @@ def cleanup(ctx: Context, deployment_id: int) -> bool:
             refused = exc.message
     with ctx.db.transaction() as session:
         d = session.get(schema.Deployment, deployment_id)
-        if d is None or d.stage_marker != "cleanup":
+        if d is None or d.stage_marker != StageMarker.CLEANUP:
             return False
         d.stage_marker = None
         if not in_use and refused is not None:
-            events.record(
+            events.deployment(
                 session,
                 ctx.clock.now(),
-                "deployment.cleanup",
-                project_id=d.project_id,
-                environment_id=d.environment_id,
-                deployment_id=d.id,
-                state=d.state,
-                message=f"Could not remove {release}'s objects: {refused}",
+                d,
+                f"Could not remove {release}'s objects: {refused}",
+                kind=EventKind.DEPLOYMENT_CLEANUP,
             )
         return True
 
@@ -65,7 +63,7 @@ def teardown(ctx: Context, unit_id: int) -> bool:
         if unit is None or unit.status != ServiceStatus.PENDING_TEARDOWN.value:
             return False
         env = unit.environment
-        cluster = ctx.clusters.for_environment(env.project.clusters, env.name)
+        cluster = ctx.cluster(env)
         namespace, name = env.namespace, unit.name
     try:
         result = cluster.teardown(namespace, name)
@@ -84,13 +82,6 @@ def teardown(ctx: Context, unit_id: int) -> bool:
             if release.status == ReleaseStatus.ACTIVE.value:  # nothing serves it any more
                 release.status = ReleaseStatus.RETIRED.value
                 release.retired_at = ctx.clock.now()
-        events.record(
-            session,
-            ctx.clock.now(),
-            "unit",
-            project_id=unit.project_id,
-            environment_id=unit.environment_id,
-            state=ServiceStatus.REMOVED.value,
-            message=f"{unit.name} torn down" + (" (already clean)" if result.already_clean else ""),
-        )
+        clean = " (already clean)" if result.already_clean else ""
+        events.unit(session, ctx.clock.now(), unit, f"{unit.name} torn down{clean}")
         return True

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from reconciler.core import deciding, messages
 from reconciler.core.deciding import Clocked, Decision
-from reconciler.core.states import Blocker, DeploymentState
+from reconciler.core.states import Blocker, DeploymentState, StageMarker
 from reconciler.core.transitions import Trigger
 from reconciler.runtimes.cluster import Cluster, JobPhase, ProbeKind, ReleaseObjects
 from reconciler.settings import Settings
@@ -25,7 +25,7 @@ S = DeploymentState
 class Facts:
     id: int
     state: DeploymentState
-    marker: str | None
+    marker: StageMarker | None
     objects: ReleaseObjects
     previous: str | None  # the release serving before this deployment (what keeps serving)
     downtime: bool  # a volume release: drain the previous release before starting
@@ -60,7 +60,7 @@ class Facts:
 @dataclass(frozen=True)
 class Outcome:
     decision: Decision
-    marker: str | None = None  # the new stage marker, if the step got further
+    marker: StageMarker | None = None  # the new stage marker, if the step got further
 
 
 def admitted(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
@@ -72,9 +72,9 @@ def admitted(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
 
 def releasing(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
     marker = f.marker
-    if marker != "job-started":
+    if marker != StageMarker.JOB_STARTED:
         cluster.start_release_job(f.objects)
-        marker = "job-started"
+        marker = StageMarker.JOB_STARTED
     status = cluster.release_job(f.objects)
     if status.phase is JobPhase.SUCCEEDED:
         return Outcome(Decision.move(Trigger.START), marker)
@@ -100,10 +100,10 @@ def starting(f: Facts, cluster: Cluster, settings: Settings) -> Outcome:
     if f.downtime and f.previous and f.previous != f.objects.release and marker is None:
         # The old pod must let go of the volume before the new one can mount it.
         cluster.drain(f.objects.namespace, f.objects.unit, f.previous)
-        marker = "previous-drained"
-    if marker in (None, "previous-drained"):
+        marker = StageMarker.PREVIOUS_DRAINED
+    if marker in (None, StageMarker.PREVIOUS_DRAINED):
         cluster.start(f.objects)
-        marker = "applied"
+        marker = StageMarker.APPLIED
     rollout = cluster.rollout(f.objects)
     keeps = replace(f, marker=marker).keeps
     decision = deciding.starting(

@@ -20,20 +20,29 @@ from sqlalchemy.sql.elements import ColumnElement
 from reconciler.context import Context
 from reconciler.core import deciding, messages
 from reconciler.core.deciding import Decision, Step
-from reconciler.core.states import Blocker, DeploymentState, ServiceStatus
+from reconciler.core.states import (
+    IN_FLIGHT_STATES,
+    Blocker,
+    DeploymentState,
+    ServiceStatus,
+    StageMarker,
+)
 from reconciler.core.transitions import Trigger
-from reconciler.engine import failing, objects, recording, removing, stages
-from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
-from reconciler.runtimes.cluster import Cluster, UnreachableError
+from reconciler.engine import failing, objects, recording, releases, removing, stages
+from reconciler.errors import (
+    ConfigurationError,
+    NebulaError,
+    PermanentError,
+    TransientError,
+    UnreachableError,
+)
+from reconciler.runtimes.cluster import Cluster
 from reconciler.store import schema
 from renderers.capabilities import Capabilities
 
 log = logging.getLogger("nebula.engine")
 S = DeploymentState
 LEASE = timedelta(seconds=60)
-ACTIVE_STATES = [
-    s.value for s in DeploymentState if not s.is_final and s is not S.AWAITING_APPROVAL
-]
 
 
 def replica_id(ctx: Context) -> str:
@@ -44,9 +53,9 @@ def replica_id(ctx: Context) -> str:
 # (``finished_at IS NULL``: ix_deployments_open) and ended ones whose pods are still to be
 # removed. Neither grows with the history of finished deployments.
 _IN_FLIGHT = and_(
-    schema.Deployment.finished_at.is_(None), schema.Deployment.state.in_(ACTIVE_STATES)
+    schema.Deployment.finished_at.is_(None), schema.Deployment.state.in_(IN_FLIGHT_STATES)
 )
-_CLEANUP = schema.Deployment.stage_marker == "cleanup"
+_CLEANUP = schema.Deployment.stage_marker == StageMarker.CLEANUP
 
 
 def _work(session: Session, project: str | None, limit: int | None = None) -> list[int]:
@@ -184,7 +193,7 @@ def step(ctx: Context, deployment_id: int, owner: str | None = None) -> bool:
         if d is None:
             return False
         state = S(d.state)
-        cleanup = state.is_final and d.stage_marker == "cleanup"
+        cleanup = state.is_final and d.stage_marker == StageMarker.CLEANUP
         if not cleanup and (state.is_final or state is S.AWAITING_APPROVAL):
             return False
         if d.next_attempt_at is not None and ctx.clock.now() < d.next_attempt_at:
@@ -192,7 +201,7 @@ def step(ctx: Context, deployment_id: int, owner: str | None = None) -> bool:
         if state is S.PENDING:
             return _pending(ctx, session, d)
         d.lease_owner, d.lease_expires_at = owner, ctx.clock.now() + LEASE
-        cluster = objects.cluster_for(ctx, d) if state in stages.STAGES else None
+        cluster = ctx.cluster(d.environment) if state in stages.STAGES else None
     if cleanup or cluster is None:
         try:
             return removing.cleanup(ctx, deployment_id) if cleanup else False
@@ -295,7 +304,7 @@ def _pending(ctx: Context, session: Session, d: schema.Deployment) -> bool:
         id=d.id,
         unit=d.unit.name,
         queued_at=d.queued_at or d.created_at,
-        dependencies=tuple(d.release.config.get("dependencies", [])),
+        dependencies=releases.frozen(d.release).dependencies,
         waiting_on=d.waiting_on_id,
         running=d.unit.active_release.name if d.unit.active_release else None,
     )

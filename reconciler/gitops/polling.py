@@ -23,9 +23,11 @@ from reconciler.context import Context
 from reconciler.core.states import Blocker
 from reconciler.errors import NebulaError
 from reconciler.gitops import staging
-from reconciler.gitsource.results import HeadResult
+from reconciler.gitsource.results import CommitInfo, HeadResult
 from reconciler.model import validation
 from reconciler.model.problems import Severity
+from reconciler.model.specs import ProjectFile
+from reconciler.requests.changesets import Commit
 from reconciler.store import events, schema
 
 
@@ -56,96 +58,136 @@ def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
     return report
 
 
+@dataclass(frozen=True)
+class Blocked:
+    """A sub-step found what stops this poll: the project's blocker until it is fixed."""
+
+    blocker: Blocker
+    message: str
+    commit: str | None = None  # a bad file is identified by its commit
+
+
+@dataclass
+class _Poll:
+    """What the sub-steps of one poll learn, in order."""
+
+    head: HeadResult
+    commit: str = ""
+    blob: bytes | None = None
+    info: CommitInfo | None = None
+    file: ProjectFile | None = None
+    fetched: bool = False  # the head moved and its commit is here: the project moved
+
+
+class _Unchanged:
+    """The head did not move: nothing to fetch, nothing to stage."""
+
+
+UNCHANGED = _Unchanged()
+
+
 def _poll_one(
     session: Session, ctx: Context, project: schema.Project, head: HeadResult, report: PollReport
 ) -> None:
+    """The sub-steps of one poll, in order; the first that finds a blocker records it."""
     report.polled += 1
     now = ctx.clock.now()
     project.last_polled_at = now
-    project.next_poll_at = now + _interval(project)
-    if head.error is not None:
-        _block(
-            session,
-            ctx,
-            project,
-            Blocker.DELIVERY,
-            _keep_serving(head.error.message),
-            None,
-        )
-        report.blocked[project.slug] = Blocker.DELIVERY.value
-        return
-    if head.commit is None:
-        _block(
-            session,
-            ctx,
-            project,
+    project.next_poll_at = now + timedelta(seconds=project.interval_seconds)
+    state = _Poll(head)
+    for step in (_reachable, _moved, _fetched, _present, _valid):
+        stop = step(session, ctx, project, state)
+        if state.fetched and project.slug not in report.moved:
+            report.moved.append(project.slug)
+        if isinstance(stop, Blocked):
+            _block(session, ctx, project, stop)
+            report.blocked[project.slug] = stop.blocker.value
+        if stop is not None:
+            return
+    assert state.info is not None and state.file is not None
+    commit = Commit(
+        sha=state.info.sha,
+        author=f"{state.info.author_name} <{state.info.author_email}>",
+        message=state.info.summary,
+        committed_at=state.info.committed_at,
+    )
+    report.staged += [c.id for c in staging.stage(session, ctx, project, commit, state.file)]
+
+
+def _reachable(
+    session: Session, ctx: Context, project: schema.Project, state: _Poll
+) -> Blocked | None:
+    """The remote answered and the branch exists (a ``delivery`` blocker clears)."""
+    if state.head.error is not None:
+        return Blocked(Blocker.DELIVERY, _keep_serving(state.head.error.message))
+    if state.head.commit is None:
+        return Blocked(
             Blocker.DELIVERY,
             f"Branch {project.branch} does not exist in the repository; environments keep serving",
-            None,
         )
-        report.blocked[project.slug] = Blocker.DELIVERY.value
-        return
     if project.blocker == Blocker.DELIVERY.value:
         _clear(session, ctx, project, "The repository is reachable again")
-    if head.commit == project.last_commit:
-        return  # the head did not move: nothing to fetch, nothing to stage
+    state.commit = state.head.commit
+    return None
+
+
+def _moved(
+    session: Session, ctx: Context, project: schema.Project, state: _Poll
+) -> _Unchanged | None:
+    return UNCHANGED if state.commit == project.last_commit else None
+
+
+def _fetched(
+    session: Session, ctx: Context, project: schema.Project, state: _Poll
+) -> Blocked | None:
+    """The new head's file and commit, read as a blob (no checkout)."""
     assert ctx.git is not None
     try:
-        ctx.git.ensure(project.repo_url, project.branch, head.commit)
-        blob = ctx.git.read_file(project.repo_url, head.commit, project.path)
-        info = ctx.git.commit_info(project.repo_url, head.commit)
+        ctx.git.ensure(project.repo_url, project.branch, state.commit)
+        state.blob = ctx.git.read_file(project.repo_url, state.commit, project.path)
+        state.info = ctx.git.commit_info(project.repo_url, state.commit)
     except NebulaError as exc:
-        _block(
-            session,
-            ctx,
-            project,
-            Blocker.DELIVERY,
-            _keep_serving(exc.message),
-            None,
-        )
-        report.blocked[project.slug] = Blocker.DELIVERY.value
-        return
-    project.last_commit = head.commit
-    report.moved.append(project.slug)
-    short = head.commit[:7]
-    if blob is None:
-        _block(
-            session,
-            ctx,
-            project,
-            Blocker.CONFIGURATION,
-            f"{project.path} is missing at {short}; nothing was staged and environments keep serving",
-            head.commit,
-        )
-        report.blocked[project.slug] = Blocker.CONFIGURATION.value
-        return
+        return Blocked(Blocker.DELIVERY, _keep_serving(exc.message))
+    project.last_commit = state.commit
+    state.fetched = True
+    return None
+
+
+def _present(
+    session: Session, ctx: Context, project: schema.Project, state: _Poll
+) -> Blocked | None:
+    if state.blob is not None:
+        return None
+    return Blocked(
+        Blocker.CONFIGURATION,
+        f"{project.path} is missing at {state.commit[:7]}; nothing was staged and "
+        "environments keep serving",
+        state.commit,
+    )
+
+
+def _valid(session: Session, ctx: Context, project: schema.Project, state: _Poll) -> Blocked | None:
+    """The file parses and validates (a ``configuration`` blocker clears)."""
+    assert state.blob is not None
+    short = state.commit[:7]
     try:
-        text = blob.decode("utf-8")
+        text: str | None = state.blob.decode("utf-8")
     except UnicodeDecodeError:
         text = None
     file, problems = validation.check(text, project.path) if text is not None else (None, [])
     if file is None:
         errors = [p for p in problems if p.severity is Severity.ERROR]
         detail = "; ".join(f"{p.location}: {p.message}" for p in errors) or "it is not UTF-8 text"
-        _block(
-            session,
-            ctx,
-            project,
+        return Blocked(
             Blocker.CONFIGURATION,
-            f"{project.path} at {short} is invalid: {detail}. Nothing was staged; environments keep serving.",
-            head.commit,
+            f"{project.path} at {short} is invalid: {detail}. Nothing was staged; "
+            "environments keep serving.",
+            state.commit,
         )
-        report.blocked[project.slug] = Blocker.CONFIGURATION.value
-        return
     if project.blocker == Blocker.CONFIGURATION.value:
         _clear(session, ctx, project, f"{project.path} at {short} is valid again")
-    commit = staging.Commit(
-        sha=info.sha,
-        author=f"{info.author_name} <{info.author_email}>",
-        message=info.summary,
-        committed_at=info.committed_at,
-    )
-    report.staged += [c.id for c in staging.stage(session, ctx, project, commit, file)]
+    state.file = file
+    return None
 
 
 def _keep_serving(message: str) -> str:
@@ -153,31 +195,13 @@ def _keep_serving(message: str) -> str:
     return f"{text}{'' if text.endswith('.') else '.'} Environments keep serving."
 
 
-def _interval(project: schema.Project) -> timedelta:
-    return timedelta(seconds=project.interval_seconds)
-
-
-def _block(
-    session: Session,
-    ctx: Context,
-    project: schema.Project,
-    blocker: Blocker,
-    message: str,
-    commit: str | None,
-) -> None:
-    if project.blocker == blocker.value and project.blocker_message == message:
+def _block(session: Session, ctx: Context, project: schema.Project, blocked: Blocked) -> None:
+    if project.blocker == blocked.blocker.value and project.blocker_message == blocked.message:
         return
-    project.blocker = blocker.value
-    project.blocker_message = message
-    project.blocker_commit = commit
-    events.record(
-        session,
-        ctx.clock.now(),
-        "project.blocker",
-        project_id=project.id,
-        state=blocker.value,
-        message=message,
-    )
+    project.blocker = blocked.blocker.value
+    project.blocker_message = blocked.message
+    project.blocker_commit = blocked.commit
+    events.project_blocker(session, ctx.clock.now(), project, blocked.message)
     notices.project_blocked(session, ctx.clock, project)
 
 
@@ -186,11 +210,4 @@ def _clear(session: Session, ctx: Context, project: schema.Project, message: str
     project.blocker = None
     project.blocker_message = None
     project.blocker_commit = None
-    events.record(
-        session,
-        ctx.clock.now(),
-        "project.blocker",
-        project_id=project.id,
-        state=None,
-        message=message,
-    )
+    events.project_blocker(session, ctx.clock.now(), project, message)

@@ -94,9 +94,3 @@ def unit_from_dict(data: dict[str, Any]) -> Unit:
             for p in data["processes"]
         ),
     )
-
-
-def with_image(unit: ServiceSpec, image: str) -> ServiceSpec:
-    from dataclasses import replace
-
-    return replace(unit, image=image)

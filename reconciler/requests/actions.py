@@ -6,18 +6,18 @@ protected environment (unless a rule passes it at once), then supersession when 
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
 from reconciler.admin import projects
 from reconciler.context import Context
-from reconciler.core.states import ApprovalTarget, DeploymentKind, ReleaseStatus
+from reconciler.core.states import ApprovalTarget, DeploymentKind, DeploymentState, ReleaseStatus
 from reconciler.engine import queueing, recording, releases
-from reconciler.errors import NotFoundError, RefusedError
-from reconciler.model.specs import ServiceSpec
-from reconciler.requests import approvals, guards
+from reconciler.engine.queueing import Ended
+from reconciler.errors import ConflictError, NotFoundError
+from reconciler.model.frozen import FrozenRelease
+from reconciler.requests import approvals, guards, starting
 from reconciler.store import schema
 
 
@@ -25,7 +25,7 @@ from reconciler.store import schema
 class Requested:
     deployment: schema.Deployment
     approval: schema.Approval | None = None
-    ended: list[queueing.Ended] = field(default_factory=list)
+    ended: list[Ended] = field(default_factory=list)
 
 
 def request(
@@ -46,7 +46,7 @@ def request(
         ending = [
             d.id
             for d in recording.open_for_unit(session, unit.id)
-            if not queueing.S(d.state).is_taking_traffic
+            if not DeploymentState(d.state).is_taking_traffic
         ]
         guards.check_concurrency(session, env.project, [unit.id], ending)
     deployment = queueing.create(
@@ -73,7 +73,7 @@ def request(
             outcome,
         )
     if passes:
-        result.ended = queueing.enter_pending(session, ctx.clock, deployment, requester)
+        result.ended = starting.start(session, ctx.clock, deployment, requester)
     return result
 
 
@@ -94,32 +94,39 @@ def rollback(
 ) -> Requested:
     unit = _unit(session, slug, service, env_name)
     available = releases.available_for_rollback(session, unit)
-    where = f"{service} in {env_name}"
+    target = _rollback_target(session, unit, available, f"{service} in {env_name}", to)
+    return request(session, ctx, unit, target, DeploymentKind.ROLLBACK, requester)
+
+
+def _rollback_target(
+    session: Session,
+    unit: schema.Unit,
+    available: list[schema.Release],
+    where: str,
+    to: str | None,
+) -> schema.Release:
+    """The release ``--to`` names (default: the newest retired one), if it can be rolled to."""
     if to is None:
         if not available:
-            raise RefusedError(f"{where} has no earlier release to roll back to", code="conflict")
-        target = available[0]
-    else:
-        found = releases.by_name(session, unit, to)
-        if found is None:
-            raise NotFoundError(f"{where} has no release {to}")
-        target = found
-        if target.status == ReleaseStatus.ACTIVE.value:
-            raise RefusedError(f"{target.name} is already active for {where}", code="conflict")
-        if target.status == ReleaseStatus.UNAVAILABLE.value:
-            kept = ", ".join(r.name for r in available) or "none"
-            raise RefusedError(
-                f"{target.name} is no longer available for rollback: only the "
-                f"{releases.ROLLBACK_DEPTH} most recent retired releases are kept ({kept})",
-                code="conflict",
-            )
-        if target.status != ReleaseStatus.RETIRED.value:
-            raise RefusedError(
-                f"{target.name} never went live for {where}; only a retired release can be "
-                "rolled back to",
-                code="conflict",
-            )
-    return request(session, ctx, unit, target, DeploymentKind.ROLLBACK, requester)
+            raise ConflictError(f"{where} has no earlier release to roll back to")
+        return available[0]
+    target = releases.by_name(session, unit, to)
+    if target is None:
+        raise NotFoundError(f"{where} has no release {to}")
+    if target.status == ReleaseStatus.ACTIVE.value:
+        raise ConflictError(f"{target.name} is already active for {where}")
+    if target.status == ReleaseStatus.UNAVAILABLE.value:
+        kept = ", ".join(r.name for r in available) or "none"
+        raise ConflictError(
+            f"{target.name} is no longer available for rollback: only the "
+            f"{releases.ROLLBACK_DEPTH} most recent retired releases are kept ({kept})"
+        )
+    if target.status != ReleaseStatus.RETIRED.value:
+        raise ConflictError(
+            f"{target.name} never went live for {where}; only a retired release can be "
+            "rolled back to"
+        )
+    return target
 
 
 def promote(
@@ -131,43 +138,35 @@ def promote(
     target_env: str,
     requester: str,
 ) -> Requested:
-    from reconciler.gitops.staging import recorded_config
-
     if source_env == target_env:
         # Refused (409), not invalid input: the request is well formed, what it asks is not.
-        raise RefusedError(
+        raise ConflictError(
             f"Cannot promote {service} from {source_env} to itself: --from and --to must be "
             "different environments",
-            code="conflict",
             hint=f"to deploy the same image again, use: nebula redeploy {slug} {service} "
             f"--env {source_env}",
         )
     source = _unit(session, slug, service, source_env)
     if source.active_release is None:
-        raise RefusedError(
-            f"{service} has no active release in {source_env} to promote", code="conflict"
-        )
+        raise ConflictError(f"{service} has no active release in {source_env} to promote")
     if source.kind != "service":
-        raise RefusedError(f"{service} is a database; databases are not promoted", code="conflict")
+        raise ConflictError(f"{service} is a database; databases are not promoted")
     project = projects.get(session, slug)
     env = projects.environment(session, project, target_env)
-    config = recorded_config(env)
+    config = projects.recorded_config(env)
     spec = config.service(service) if config is not None else None
     target = projects.unit(session, env, service) if spec is not None else None
     if config is None or spec is None or target is None:
-        raise RefusedError(
+        raise ConflictError(
             f"{service} is not deployed in {target_env} yet: its first deploy there comes from "
-            "nebula.toml",
-            code="conflict",
+            "nebula.toml"
         )
     image = source.active_release.image
-    promoted: ServiceSpec = replace(spec, image=image)
     release = releases.create(
         session,
         ctx.clock,
         target,
-        releases.freeze(config, promoted),
-        image,
+        FrozenRelease.of(config, spec).with_image(image),
         f"promoted from {source_env} {source.active_release.name}",
     )
     return request(session, ctx, target, release, DeploymentKind.PROMOTE, requester)
@@ -179,17 +178,11 @@ def redeploy(
     unit = _unit(session, slug, service, env_name)
     active = unit.active_release
     if active is None:
-        raise RefusedError(
-            f"Cannot redeploy {service} in {env_name}: it has never had a healthy release",
-            code="conflict",
+        raise ConflictError(
+            f"Cannot redeploy {service} in {env_name}: it has never had a healthy release"
         )
     release = releases.create(
-        session,
-        ctx.clock,
-        unit,
-        copy.deepcopy(active.config),
-        active.image,
-        f"redeploy of {active.name}",
+        session, ctx.clock, unit, releases.frozen(active), f"redeploy of {active.name}"
     )
     return request(session, ctx, unit, release, DeploymentKind.DEPLOY, requester)
 
@@ -202,5 +195,5 @@ def cancel(
         raise NotFoundError(
             f"No deployment {deployment_id}", hint="list them with: nebula deployments"
         )
-    queueing.cancel(session, ctx.clock, deployment, requester)
+    starting.cancel(session, ctx.clock, deployment, requester)
     return deployment

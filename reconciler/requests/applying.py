@@ -4,6 +4,10 @@ In a protected environment applying creates one approval for the whole change se
 deployments wait in awaiting-approval until it is decided (or pass at once by a rule). The
 file is recorded for the environment (what the next push is diffed against) only when the
 change set is actually applied.
+
+An apply is an ordered list of checks, each of which may refuse it with a note (drift, a
+freeze, the concurrency cap); a refusal is returned, not raised, so that what it records
+(drifted lines, the note) is committed with it.
 """
 
 from __future__ import annotations
@@ -13,23 +17,25 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler.admin import projects
 from reconciler.context import Context
-from reconciler.core.planning import FIRST_DEPLOY_FIELD, REMOVAL_FIELD
+from reconciler.core import approving
+from reconciler.core.planning import FIRST_DEPLOY_FIELD, REMOVAL_FIELD, unit_kind
 from reconciler.core.states import (
     ApprovalTarget,
     ChangeSetState,
     DeploymentKind,
     DeploymentState,
     LineKind,
-    ServiceKind,
     ServiceStatus,
 )
-from reconciler.core.transitions import Trigger
 from reconciler.engine import queueing, recording, releases
-from reconciler.errors import RefusedError
+from reconciler.engine.queueing import Ended
+from reconciler.errors import ConflictError, RefusedError
 from reconciler.model import graph, validation
-from reconciler.model.specs import DatabaseSpec, EnvironmentConfig
-from reconciler.requests import approvals, changesets, guards
+from reconciler.model.frozen import FrozenRelease
+from reconciler.model.specs import EnvironmentConfig, ServiceSpec
+from reconciler.requests import approvals, changesets, guards, starting
 from reconciler.store import events, schema
 
 
@@ -39,7 +45,7 @@ class Applied:
     refused: str | None = None
     approval: schema.Approval | None = None
     deployments: list[schema.Deployment] = field(default_factory=list)
-    ended: list[queueing.Ended] = field(default_factory=list)
+    ended: list[Ended] = field(default_factory=list)
 
 
 def _config(changeset: schema.ChangeSet) -> EnvironmentConfig:
@@ -56,57 +62,61 @@ def _live(unit: schema.Unit | None, field_name: str) -> object:
     return releases.live_values(unit).get(field_name)
 
 
-def _refuse(
-    session: Session, ctx: Context, changeset: schema.ChangeSet, note: str, actor: str
-) -> Applied:
-    changeset.note = note
-    events.record(
-        session,
-        ctx.clock.now(),
-        "changeset",
-        project_id=changeset.project_id,
-        environment_id=changeset.environment_id,
-        changeset_id=changeset.id,
-        state=changeset.state,
-        message=f"Not applied: {note}",
-        actor=actor,
-    )
-    return Applied(changeset, refused=note)
-
-
-def apply(
-    session: Session, ctx: Context, changeset: schema.ChangeSet, *, requester: str
-) -> Applied:
-    """Apply ``changeset``; a refusal (drift, freeze, concurrency) is returned, not raised,
-    so that what it records (drifted lines, the note) is committed with it."""
-    from reconciler.gitops.staging import units_of
-
-    if changeset.state != ChangeSetState.DRAFT.value:
-        raise RefusedError(
-            f"Change set {changeset.id} is {changeset.state}; only a draft can be applied",
-            code="conflict",
-        )
-    env = changeset.environment
-    project = env.project
-    units = units_of(session, env)
+def _drifted(changeset: schema.ChangeSet, units: dict[str, schema.Unit]) -> str | None:
+    """Every line's ``before`` against the live value now; the drifted lines are marked."""
     drifted = []
     for line in changeset.lines:
         line.drifted = _live(units.get(line.service), line.field) != line.before
         if line.drifted:
             drifted.append(line)
-    if drifted:
-        shown = "; ".join(
-            f"{line.service} {line.field} (staged with {line.before!r}, now {_live(units.get(line.service), line.field)!r})"
-            for line in drifted
+    if not drifted:
+        return None
+    shown = "; ".join(
+        f"{line.service} {line.field} (staged with {line.before!r}, "
+        f"now {_live(units.get(line.service), line.field)!r})"
+        for line in drifted
+    )
+    return (
+        f"{len(drifted)} line{'s' if len(drifted) != 1 else ''} drifted since staged: {shown}. "
+        "Push again or restage to replace this change set."
+    )
+
+
+def _frozen(session: Session, ctx: Context, env: schema.Environment) -> str | None:
+    try:
+        guards.check_freeze(session, ctx.clock, env, None)
+    except RefusedError as exc:
+        return exc.message
+    return None
+
+
+def _over_cap(
+    session: Session, project: schema.Project, units: dict[str, schema.Unit], order: list[str]
+) -> str | None:
+    ending = [
+        d.id
+        for name in order
+        if name in units
+        for d in recording.open_for_unit(session, units[name].id)
+        if not DeploymentState(d.state).is_taking_traffic
+    ]
+    try:
+        guards.check_concurrency(session, project, [1] * len(order), ending)
+    except RefusedError as exc:
+        return exc.message
+    return None
+
+
+def apply(
+    session: Session, ctx: Context, changeset: schema.ChangeSet, *, requester: str
+) -> Applied:
+    """Apply ``changeset`` now, or say why not (``Applied.refused``)."""
+    if changeset.state != ChangeSetState.DRAFT.value:
+        raise ConflictError(
+            f"Change set {changeset.id} is {changeset.state}; only a draft can be applied"
         )
-        return _refuse(
-            session,
-            ctx,
-            changeset,
-            f"{len(drifted)} line{'s' if len(drifted) != 1 else ''} drifted since staged: {shown}. "
-            "Push again or restage to replace this change set.",
-            requester,
-        )
+    env = changeset.environment
+    units = projects.units(session, env)
     config = _config(changeset)
     deploying = {
         line.service
@@ -114,20 +124,22 @@ def apply(
         if LineKind(line.kind).needs_deployment and line.kind != LineKind.REMOVAL.value
     }
     order = graph.apply_order(config, deploying)
-    try:
-        guards.check_freeze(session, ctx.clock, env, None)
-    except RefusedError as exc:
-        return _refuse(session, ctx, changeset, exc.message, requester)
-    outcome = None
+    outcome: approving.Outcome | None = None
     if env.protected:
         flags = tuple(units[n].skip_production_approval if n in units else False for n in order)
         outcome = approvals.evaluate(session, None, requester, flags)
     passes = outcome is None or outcome.rule is not None
-    if passes:
-        try:
-            _check_concurrency(session, project, units, order)
-        except RefusedError as exc:
-            return _refuse(session, ctx, changeset, exc.message, requester)
+    refused = (
+        _drifted(changeset, units)
+        or _frozen(session, ctx, env)
+        or (_over_cap(session, env.project, units, order) if passes else None)
+    )
+    if refused is not None:
+        changeset.note = refused
+        events.changeset(
+            session, ctx.clock.now(), changeset, f"Not applied: {refused}", actor=requester
+        )
+        return Applied(changeset, refused=refused)
     result = Applied(changeset)
     if outcome is not None:
         result.approval = approvals.request(
@@ -137,7 +149,7 @@ def apply(
             env,
             ApprovalTarget.CHANGESET,
             changeset.id,
-            "changeset",
+            ApprovalTarget.CHANGESET.value,
             requester,
             outcome,
         )
@@ -146,10 +158,7 @@ def apply(
         unit = units.get(name) or _new_unit(session, ctx, env, config, name)
         spec = config.unit(name)
         assert spec is not None
-        image = spec.image if not isinstance(spec, DatabaseSpec) else f"postgres:{spec.version}"
-        release = releases.create(
-            session, ctx.clock, unit, releases.freeze(config, spec), image, source
-        )
+        release = releases.create(session, ctx.clock, unit, FrozenRelease.of(config, spec), source)
         result.deployments.append(
             queueing.create(
                 session,
@@ -166,40 +175,25 @@ def apply(
     if passes:
         result.ended = complete(session, ctx, changeset, actor=requester)
     else:
-        changeset.state = ChangeSetState.PENDING_APPROVAL.value
-        changeset.note = None  # why it was held (a freeze, the cap) is past: it is applied now
-        events.record(
+        assert outcome is not None
+        changesets.move(
             session,
-            ctx.clock.now(),
-            "changeset",
-            project_id=project.id,
-            environment_id=env.id,
-            changeset_id=changeset.id,
-            state=changeset.state,
-            message=outcome.message if outcome is not None else None,
+            ctx.clock,
+            changeset,
+            ChangeSetState.PENDING_APPROVAL,
+            outcome.message,
             actor=requester,
         )
     return result
-
-
-def _check_concurrency(
-    session: Session, project: schema.Project, units: dict[str, schema.Unit], order: list[str]
-) -> None:
-    ending = [
-        d.id
-        for name in order
-        if name in units
-        for d in recording.open_for_unit(session, units[name].id)
-        if not DeploymentState(d.state).is_taking_traffic
-    ]
-    guards.check_concurrency(session, project, [1] * len(order), ending)
 
 
 def _new_unit(
     session: Session, ctx: Context, env: schema.Environment, config: EnvironmentConfig, name: str
 ) -> schema.Unit:
     spec = config.unit(name)
-    kind = (ServiceKind.DATABASE if isinstance(spec, DatabaseSpec) else ServiceKind.SERVICE).value
+    assert spec is not None
+    kind = unit_kind(spec).value
+    auto_deploy = spec.auto_deploy if isinstance(spec, ServiceSpec) else True
     # Back in the file after it was removed and torn down: the same row (environment and name
     # are unique), so its release numbers carry on. It stays removed until the change set
     # takes effect (``complete``): a rejected one must not bring it back.
@@ -208,7 +202,7 @@ def _new_unit(
     ).first()
     if removed is not None:
         removed.kind = kind
-        removed.auto_deploy = getattr(spec, "auto_deploy", True)
+        removed.auto_deploy = auto_deploy
         return removed
     unit = schema.Unit(
         project_id=env.project_id,
@@ -216,7 +210,7 @@ def _new_unit(
         name=name,
         kind=kind,
         status=ServiceStatus.ACTIVE.value,
-        auto_deploy=getattr(spec, "auto_deploy", True),
+        auto_deploy=auto_deploy,
         skip_production_approval=False,
         next_release_number=1,
         created_at=ctx.clock.now(),
@@ -228,15 +222,13 @@ def _new_unit(
 
 def complete(
     session: Session, ctx: Context, changeset: schema.ChangeSet, *, actor: str | None
-) -> list[queueing.Ended]:
+) -> list[Ended]:
     """The change set takes effect: recorded, settings changed, its deployments start."""
-    from reconciler.gitops.staging import units_of
-
     env = changeset.environment
-    changesets.finish(session, ctx.clock, changeset, ChangeSetState.APPLIED, None, actor=actor)
+    changesets.move(session, ctx.clock, changeset, ChangeSetState.APPLIED, None, actor=actor)
     env.recorded_file = changeset.file_text
     env.recorded_commit = changeset.commit
-    units = units_of(session, env)
+    units = projects.units(session, env)
     for line in changeset.lines:
         unit = units.get(line.service)
         if unit is None:
@@ -245,11 +237,11 @@ def complete(
             unit.auto_deploy = bool(line.after)
         elif line.kind == LineKind.REMOVAL.value:
             _remove(session, ctx, unit, actor)
-    ended: list[queueing.Ended] = []
+    ended: list[Ended] = []
     for deployment in changesets.deployments_of(session, changeset.id):
         if not DeploymentState(deployment.state).is_final:
             _back_in_file(session, ctx, deployment.unit, actor)
-            ended += queueing.enter_pending(session, ctx.clock, deployment, actor)
+            ended += starting.start(session, ctx.clock, deployment, actor)
     return ended
 
 
@@ -259,38 +251,26 @@ def _back_in_file(session: Session, ctx: Context, unit: schema.Unit, actor: str 
     if unit.status == ServiceStatus.ACTIVE.value:
         return
     unit.status = ServiceStatus.ACTIVE.value
-    events.record(
-        session,
-        ctx.clock.now(),
-        "unit",
-        project_id=unit.project_id,
-        environment_id=unit.environment_id,
-        state=unit.status,
-        message=f"{unit.name} is back in nebula.toml",
-        actor=actor,
-    )
+    events.unit(session, ctx.clock.now(), unit, f"{unit.name} is back in nebula.toml", actor=actor)
 
 
 def _remove(session: Session, ctx: Context, unit: schema.Unit, actor: str | None) -> None:
-    """A unit removed from the file is torn down; the engine does it (idempotently)."""
+    """A unit removed from the file is torn down; the engine does it (idempotently). What is
+    still queued for it is cancelled, with whatever gated it."""
     for deployment in recording.open_for_unit(session, unit.id):
         if not DeploymentState(deployment.state).is_taking_traffic:
-            recording.move(
+            starting.cancel(
                 session,
                 ctx.clock,
                 deployment,
-                Trigger.CANCEL,
+                actor,
                 message=f"{unit.name} was removed from nebula.toml",
-                actor=actor,
             )
     unit.status = ServiceStatus.PENDING_TEARDOWN.value
-    events.record(
+    events.unit(
         session,
         ctx.clock.now(),
-        "unit",
-        project_id=unit.project_id,
-        environment_id=unit.environment_id,
-        state=unit.status,
-        message=f"{unit.name} removed from nebula.toml: tearing it down",
+        unit,
+        f"{unit.name} removed from nebula.toml: tearing it down",
         actor=actor,
     )

@@ -1,4 +1,5 @@
-"""Approval records: requested, passed at once by a rule, cancelled, expired.
+"""Approval records: requested, passed at once by a rule, closed (decided, expired, cancelled)
+through their transition table.
 
 Deciding one (approve/reject) lives in ``deciding``, since it also moves the change set or
 deployment it gates.
@@ -12,7 +13,7 @@ from sqlalchemy.orm import Session
 from notifiers import notices
 from reconciler.admin import members, policies
 from reconciler.clock import Clock
-from reconciler.core import approving, messages
+from reconciler.core import approving, messages, transitions
 from reconciler.core.states import (
     ApprovalState,
     ApprovalTarget,
@@ -20,6 +21,7 @@ from reconciler.core.states import (
     DeploymentKind,
     DeploymentState,
 )
+from reconciler.engine import recording
 from reconciler.errors import NotFoundError
 from reconciler.settings import Settings
 from reconciler.store import events, schema
@@ -52,7 +54,9 @@ def request(
     requester: str,
     outcome: approving.Outcome,
 ) -> schema.Approval:
-    """Record an approval; one that passes at once is recorded too, with its rule and who."""
+    """Record an approval; one that passes at once is recorded too, with its rule and who.
+
+    ``kind`` is the deployment kind it gates, or ``changeset`` for a whole change set."""
     now = clock.now()
     approval = schema.Approval(
         project_id=environment.project_id,
@@ -65,29 +69,17 @@ def request(
         created_at=now,
         expires_at=now + settings.approval_ttl,
     )
+    message = outcome.message
     if outcome.rule is not None:
         approval.state = ApprovalState.APPROVED.value
         approval.rule = outcome.rule.value
         approval.decided_by = requester
         approval.decided_via = DecisionChannel.RULE.value
         approval.decided_at = now
+        message = f"Approved at once ({outcome.rule.value})"
     session.add(approval)
     session.flush()
-    events.record(
-        session,
-        now,
-        "approval",
-        project_id=environment.project_id,
-        environment_id=environment.id,
-        approval_id=approval.id,
-        state=approval.state,
-        message=(
-            f"Approved at once ({outcome.rule.value})"
-            if outcome.rule is not None
-            else outcome.message
-        ),
-        actor=requester,
-    )
+    events.approval(session, now, approval, message, actor=requester)
     if approval.state == ApprovalState.PENDING.value:
         notices.approval_requested(session, clock, approval)
     return approval
@@ -102,20 +94,20 @@ def get(session: Session, approval_id: int, *, lock: bool = False) -> schema.App
     return approval
 
 
-def pending_for(session: Session, target: str, target_id: int) -> schema.Approval | None:
+def pending_for(session: Session, target: ApprovalTarget, target_id: int) -> schema.Approval | None:
     return session.scalars(
         select(schema.Approval).where(
-            schema.Approval.target == target,
+            schema.Approval.target == target.value,
             schema.Approval.target_id == target_id,
             schema.Approval.state == ApprovalState.PENDING.value,
         )
     ).first()
 
 
-def for_target(session: Session, target: str, target_id: int) -> schema.Approval | None:
+def for_target(session: Session, target: ApprovalTarget, target_id: int) -> schema.Approval | None:
     return session.scalars(
         select(schema.Approval)
-        .where(schema.Approval.target == target, schema.Approval.target_id == target_id)
+        .where(schema.Approval.target == target.value, schema.Approval.target_id == target_id)
         .order_by(schema.Approval.id.desc())
     ).first()
 
@@ -130,30 +122,21 @@ def close(
     via: DecisionChannel | None,
     reason: str | None = None,
 ) -> None:
-    approval.state = state.value
+    """Decide, expire or cancel a pending approval; ``IllegalTransition`` for a closed one."""
+    approval.state = transitions.check_approval(ApprovalState(approval.state), state).value
     approval.decided_at = clock.now()
     if state in (ApprovalState.APPROVED, ApprovalState.REJECTED):
         approval.decided_by = actor
     approval.decided_via = via.value if via is not None else None
     approval.reason = reason
-    events.record(
-        session,
-        clock.now(),
-        "approval",
-        project_id=approval.project_id,
-        environment_id=approval.environment_id,
-        approval_id=approval.id,
-        state=state.value,
-        message=reason,
-        actor=actor,
-    )
+    events.approval(session, clock.now(), approval, reason, actor=actor)
     notices.approval_closed(session, clock, approval)
 
 
 def cancel_for(
     session: Session,
     clock: Clock,
-    target: str,
+    target: ApprovalTarget,
     target_id: int,
     *,
     actor: str | None,
@@ -189,14 +172,9 @@ def due(session: Session, clock: Clock) -> list[schema.Approval]:
     )
 
 
-TARGETS = ApprovalTarget
-
-
 def refresh_waiting(session: Session, clock: Clock) -> int:
     """After a member or a policy changes: a deployment that said no one else could approve it
     says again what is true now (another admin was added, or self-approval allowed)."""
-    from reconciler.engine import recording
-
     waiting = session.scalars(
         select(schema.Deployment).where(
             schema.Deployment.state == DeploymentState.AWAITING_APPROVAL.value,
@@ -205,7 +183,7 @@ def refresh_waiting(session: Session, clock: Clock) -> int:
     ).all()
     changed = 0
     for deployment in waiting:
-        approval = pending_for(session, ApprovalTarget.DEPLOYMENT.value, deployment.id)
+        approval = pending_for(session, ApprovalTarget.DEPLOYMENT, deployment.id)
         if approval is None:
             continue
         outcome = evaluate(session, DeploymentKind(deployment.kind), approval.requested_by, ())

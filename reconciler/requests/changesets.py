@@ -1,25 +1,41 @@
-"""Change set rows: creation with their lines, listing, discarding."""
+"""Change set rows: created with their lines, listed, and ended through their transition table
+(applied, rejected, discarded, failed)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.core import planning
-from reconciler.core.states import ChangeSetState, DeploymentState
+from reconciler.core import planning, transitions
+from reconciler.core.states import (
+    OPEN_CHANGESET_STATES,
+    ApprovalTarget,
+    ChangeSetState,
+    DeploymentState,
+)
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording
-from reconciler.errors import NotFoundError, RefusedError
+from reconciler.errors import ConflictError, NotFoundError
 from reconciler.requests import approvals
 from reconciler.store import events, schema
 
-if TYPE_CHECKING:
-    from reconciler.gitops.staging import Commit
 
-OPEN = [ChangeSetState.DRAFT.value, ChangeSetState.PENDING_APPROVAL.value]
+@dataclass(frozen=True)
+class Commit:
+    """The commit a push's change set was staged from."""
+
+    sha: str
+    author: str
+    message: str
+    committed_at: datetime | None = None
+
+    @property
+    def short(self) -> str:
+        return self.sha[:7]
 
 
 def create(
@@ -60,18 +76,10 @@ def create(
         )
     session.flush()
     session.refresh(changeset)
-    events.record(
-        session,
-        clock.now(),
-        "changeset",
-        project_id=env.project_id,
-        environment_id=env.id,
-        changeset_id=changeset.id,
-        state=ChangeSetState.DRAFT.value,
-        message=f"Staged {len(lines)} line{'s' if len(lines) != 1 else ''}"
-        + (f" from {commit.short}" if commit else ""),
-        actor=owner,
-    )
+    staged = f"Staged {len(lines)} line{'s' if len(lines) != 1 else ''}"
+    if commit:
+        staged += f" from {commit.short}"
+    events.changeset(session, clock.now(), changeset, staged, actor=owner)
     return changeset
 
 
@@ -84,13 +92,17 @@ def get(session: Session, changeset_id: int) -> schema.ChangeSet:
     return changeset
 
 
+def is_open(changeset: schema.ChangeSet) -> bool:
+    return ChangeSetState(changeset.state) in OPEN_CHANGESET_STATES
+
+
 def open_for(session: Session, environment_id: int, owner: str) -> list[schema.ChangeSet]:
     return list(
         session.scalars(
             select(schema.ChangeSet).where(
                 schema.ChangeSet.environment_id == environment_id,
                 schema.ChangeSet.owner == owner,
-                schema.ChangeSet.state.in_(OPEN),
+                schema.ChangeSet.state.in_([s.value for s in OPEN_CHANGESET_STATES]),
             )
         )
     )
@@ -113,43 +125,48 @@ def deployments_of(session: Session, changeset_id: int) -> list[schema.Deploymen
     )
 
 
-def finish(
+def note(
+    session: Session, clock: Clock, changeset: schema.ChangeSet, text: str | None, *, actor: str
+) -> None:
+    """Say why an open change set is held (a freeze, the cap, ``auto_deploy``), with its event."""
+    changeset.note = text
+    events.changeset(session, clock.now(), changeset, text, actor=actor)
+
+
+def move(
     session: Session,
     clock: Clock,
     changeset: schema.ChangeSet,
     state: ChangeSetState,
-    note: str | None,
+    message: str | None,
     *,
     actor: str | None,
 ) -> None:
-    changeset.state = state.value
-    changeset.note = note
-    changeset.finished_at = clock.now()
-    events.record(
-        session,
-        clock.now(),
-        "changeset",
-        project_id=changeset.project_id,
-        environment_id=changeset.environment_id,
-        changeset_id=changeset.id,
-        state=state.value,
-        message=note,
-        actor=actor,
-    )
+    """Change state through the table (``IllegalTransition`` otherwise), with its event. An
+    ended change set keeps ``message`` as its note (how it ended) and when it ended."""
+    before = ChangeSetState(changeset.state)
+    changeset.state = transitions.check_changeset(before, state).value
+    if state is ChangeSetState.PENDING_APPROVAL:
+        changeset.note = None  # why it was held (a freeze, the cap) is past: it is applied now
+    else:
+        changeset.note = message
+        changeset.finished_at = clock.now()
+    events.changeset(session, clock.now(), changeset, message, actor=actor)
 
 
 def discard(
     session: Session, clock: Clock, changeset: schema.ChangeSet, note: str, *, actor: str | None
 ) -> None:
     """End an unapplied change set, its approval, and the deployments waiting on it."""
-    if changeset.state not in OPEN:
-        raise RefusedError(
+    if not is_open(changeset):
+        raise ConflictError(
             f"Change set {changeset.id} is {changeset.state}; only a draft or a change set "
-            "pending approval can be discarded",
-            code="conflict",
+            "pending approval can be discarded"
         )
-    finish(session, clock, changeset, ChangeSetState.DISCARDED, note, actor=actor)
-    approvals.cancel_for(session, clock, "changeset", changeset.id, actor=actor, reason=note)
+    move(session, clock, changeset, ChangeSetState.DISCARDED, note, actor=actor)
+    approvals.cancel_for(
+        session, clock, ApprovalTarget.CHANGESET, changeset.id, actor=actor, reason=note
+    )
     for deployment in deployments_of(session, changeset.id):
         if deployment.state == DeploymentState.AWAITING_APPROVAL.value:
             recording.move(session, clock, deployment, Trigger.CANCEL, message=note, actor=actor)

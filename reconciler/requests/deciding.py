@@ -26,19 +26,16 @@ from reconciler.core.states import (
 from reconciler.core.transitions import Trigger
 from reconciler.durations import format_duration
 from reconciler.engine import queueing, recording
-from reconciler.errors import ForbiddenError, RefusedError
-from reconciler.requests import applying, approvals, changesets, guards
+from reconciler.engine.queueing import Ended
+from reconciler.errors import AlreadyDecidedError
+from reconciler.requests import applying, approvals, changesets, guards, starting
 from reconciler.store import schema
-
-
-class AlreadyDecided(RefusedError):
-    code = "conflict"
 
 
 @dataclass
 class Decision:
     approval: schema.Approval
-    ended: list[queueing.Ended] = field(default_factory=list)
+    ended: list[Ended] = field(default_factory=list)
 
 
 def _describe(approval: schema.Approval) -> str:
@@ -59,22 +56,17 @@ def decide(
     via: DecisionChannel,
     reason: str | None = None,
 ) -> Decision:
+    """Approve or reject; refused (and nothing changes) for a decided approval, a member who
+    may not decide, a freeze, or the concurrency cap."""
     approval = approvals.get(session, approval_id, lock=True)
     if approval.state == ApprovalState.PENDING.value and approval.expires_at <= ctx.clock.now():
         expire(session, ctx, approval)
     if approval.state != ApprovalState.PENDING.value:
-        raise AlreadyDecided(_describe(approval))
-    try:
-        approving.check_decider(
-            decider,
-            members.role_of(session, decider),
-            approval.requested_by,
-            policies.load(session),
-        )
-    except approving.Refusal as exc:
-        raise ForbiddenError(str(exc)) from None
+        raise AlreadyDecidedError(_describe(approval))
+    approving.check_decider(
+        decider, members.role_of(session, decider), approval.requested_by, policies.load(session)
+    )
     decision = Decision(approval)
-    env = approval.environment
     if not approve:
         approvals.close(
             session,
@@ -87,22 +79,25 @@ def decide(
         )
         _reject_target(session, ctx, approval, decider, reason)
         return decision
-    kind = None if approval.kind == "changeset" else DeploymentKind(approval.kind)
-    guards.check_freeze(session, ctx.clock, env, kind)
+    env = approval.environment
+    is_changeset = approval.target == ApprovalTarget.CHANGESET.value
+    guards.check_freeze(
+        session, ctx.clock, env, None if is_changeset else DeploymentKind(approval.kind)
+    )
     targets = _gated_deployments(session, approval)
     ending = [d.id for t in targets for d in queueing.would_end(session, t)]
     guards.check_concurrency(session, env.project, [t.unit_id for t in targets], ending)
     approvals.close(
         session, ctx.clock, approval, ApprovalState.APPROVED, actor=decider, via=via, reason=reason
     )
-    if approval.target == ApprovalTarget.CHANGESET.value:
+    if is_changeset:
         decision.ended = applying.complete(
             session, ctx, changesets.get(session, approval.target_id), actor=decider
         )
     else:
         deployment = session.get(schema.Deployment, approval.target_id)
         assert deployment is not None
-        decision.ended = queueing.enter_pending(session, ctx.clock, deployment, decider)
+        decision.ended = starting.start(session, ctx.clock, deployment, decider)
     return decision
 
 
@@ -123,12 +118,14 @@ def _reject_target(
         recording.move(session, ctx.clock, deployment, Trigger.REJECT, message=message, actor=actor)
     if approval.target == ApprovalTarget.CHANGESET.value:
         changeset = changesets.get(session, approval.target_id)
-        changesets.finish(
+        changesets.move(
             session, ctx.clock, changeset, ChangeSetState.REJECTED, message, actor=actor
         )
 
 
 def expire(session: Session, ctx: Context, approval: schema.Approval) -> None:
+    """Nobody decided in time: the approval ends ``expired``, what it gated ``cancelled`` (a
+    change set, which has no cancelled state, ends ``discarded``)."""
     ttl = format_duration(ctx.settings.approval_ttl)
     note = f"Approval expired after {ttl} without a decision"
     approvals.close(
@@ -144,8 +141,8 @@ def expire(session: Session, ctx: Context, approval: schema.Approval) -> None:
         recording.move(session, ctx.clock, deployment, Trigger.EXPIRE, message=note)
     if approval.target == ApprovalTarget.CHANGESET.value:
         changeset = changesets.get(session, approval.target_id)
-        if changeset.state in changesets.OPEN:
-            changesets.finish(
+        if changesets.is_open(changeset):
+            changesets.move(
                 session, ctx.clock, changeset, ChangeSetState.DISCARDED, note, actor=None
             )
 

@@ -14,16 +14,8 @@ from reconciler.clock import Clock
 from reconciler.core import freezes, messages
 from reconciler.core.states import DeploymentKind
 from reconciler.engine import recording
-from reconciler.errors import RefusedError
+from reconciler.errors import ConcurrencyError, FrozenError
 from reconciler.store import schema
-
-
-class FrozenError(RefusedError):
-    code = "frozen"
-
-
-class ConcurrencyError(RefusedError):
-    code = "concurrency"
 
 
 def check_freeze(

@@ -23,14 +23,9 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from reconciler.core.states import Blocker
-from reconciler.errors import TransientError
 from renderers.capabilities import Capabilities
 
 Manifest = dict[str, Any]
-
-
-class UnreachableError(TransientError):
-    code = "delivery"
 
 
 class ProbeKind(StrEnum):

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reconciler.clock import Clock
-from reconciler.runtimes import faults
+from reconciler.runtimes import faults, kubernetes
 from reconciler.runtimes.cluster import Cluster
 from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.settings import Settings
 from reconciler.store.database import Database
-
-if TYPE_CHECKING:
-    pass
 
 
 class Clusters:
@@ -43,8 +38,6 @@ class Clusters:
         context = (contexts or {}).get(environment)
         cluster = self._by_context.get(context)
         if cluster is None:
-            from reconciler.runtimes import kubernetes
-
             cluster = kubernetes.connect(context=context, clock=self.clock, settings=self.settings)
             self._by_context[context] = cluster
         return cluster

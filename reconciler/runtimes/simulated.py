@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
 from reconciler.core.states import Blocker
-from reconciler.errors import TransientError
+from reconciler.errors import TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
     JobPhase,
     JobStatus,
@@ -31,7 +31,6 @@ from reconciler.runtimes.cluster import (
     ReleaseObjects,
     Rollout,
     Teardown,
-    UnreachableError,
 )
 from reconciler.store import schema
 from reconciler.store.database import Database

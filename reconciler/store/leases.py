@@ -15,20 +15,22 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.context import Context
 from reconciler.store import schema
+from reconciler.store.database import Database
 
 SQLITE_WRITER = "server:sqlite"
 
 
-def claim(ctx: Context, names: Iterable[str], owner: str, ttl: timedelta) -> list[str]:
+def claim(
+    db: Database, clock: Clock, names: Iterable[str], owner: str, ttl: timedelta
+) -> list[str]:
     """The leases of ``names`` that ``owner`` holds now: free, its own or expired ones are
     taken in one transaction (rows locked, so two replicas cannot both take one)."""
     wanted = list(names)
-    now = ctx.clock.now()
+    now = clock.now()
     taken = []
     try:
-        with ctx.db.transaction() as session:
+        with db.transaction() as session:
             held = {
                 lease.name: lease
                 for lease in session.scalars(

@@ -9,6 +9,7 @@ before anything else, so an anonymous caller learns nothing about what exists.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path
@@ -17,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from reconciler import views
 from reconciler.admin import members
+from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
-from reconciler.engine import queueing
 from reconciler.requests import actions, deciding
 from reconciler.store import schema
 from reconciler.web import models
@@ -45,18 +46,23 @@ def _member(
     return member.name
 
 
-def _ended(items: list[queueing.Ended]) -> list[dict[str, Any]]:
-    return [
-        {"id": str(e.id), "service": e.service, "release": e.release, "state": e.state}
-        for e in items
-    ]
+def _act(
+    state: AppState,
+    credentials: HTTPAuthorizationCredentials | None,
+    act: Callable[[Session, Context, str], dict[str, Any]],
+) -> dict[str, Any]:
+    """Authenticate, act as the token's member in one transaction, wake the tick."""
+    with state.ctx.db.transaction() as session:
+        data = act(session, state.ctx, _member(session, state, credentials))
+    state.wake()
+    return data
 
 
 def _requested(result: actions.Requested) -> dict[str, Any]:
     return {
         "deployment": views.deployment(result.deployment),
         "approval": views.approval(result.approval) if result.approval else None,
-        "ended": _ended(result.ended),
+        "ended": views.ended(result.ended),
     }
 
 
@@ -68,20 +74,19 @@ def _decide(
     approve: bool,
     reason: str | None = None,
 ) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
-        who = _member(session, state, credentials)
+    def decide(session: Session, ctx: Context, who: str) -> dict[str, Any]:
         decision = deciding.decide(
             session,
-            state.ctx,
+            ctx,
             parse_id(approval_id, "approval"),
             who,
             approve=approve,
             via=DecisionChannel.API,
             reason=reason,
         )
-        data = {"approval": views.approval(decision.approval), "ended": _ended(decision.ended)}
-    state.wake()
-    return data
+        return {"approval": views.approval(decision.approval), "ended": views.ended(decision.ended)}
+
+    return _act(state, credentials, decide)
 
 
 @router.post(
@@ -120,12 +125,13 @@ def reject(
 def rollback(
     slug: Name, service: Name, body: models.Rollback, state: State, credentials: Credentials
 ) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
-        who = _member(session, state, credentials)
-        result = actions.rollback(session, state.ctx, slug, service, body.environment, body.to, who)
-        data = _requested(result)
-    state.wake()
-    return data
+    return _act(
+        state,
+        credentials,
+        lambda session, ctx, who: _requested(
+            actions.rollback(session, ctx, slug, service, body.environment, body.to, who)
+        ),
+    )
 
 
 @router.post(
@@ -137,12 +143,13 @@ def rollback(
 def promote(
     slug: Name, service: Name, body: models.Promote, state: State, credentials: Credentials
 ) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
-        who = _member(session, state, credentials)
-        result = actions.promote(session, state.ctx, slug, service, body.source, body.target, who)
-        data = _requested(result)
-    state.wake()
-    return data
+    return _act(
+        state,
+        credentials,
+        lambda session, ctx, who: _requested(
+            actions.promote(session, ctx, slug, service, body.source, body.target, who)
+        ),
+    )
 
 
 @router.post(
@@ -154,12 +161,13 @@ def promote(
 def redeploy(
     slug: Name, service: Name, body: models.Redeploy, state: State, credentials: Credentials
 ) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
-        who = _member(session, state, credentials)
-        result = actions.redeploy(session, state.ctx, slug, service, body.environment, who)
-        data = _requested(result)
-    state.wake()
-    return data
+    return _act(
+        state,
+        credentials,
+        lambda session, ctx, who: _requested(
+            actions.redeploy(session, ctx, slug, service, body.environment, who)
+        ),
+    )
 
 
 @router.post(
@@ -169,9 +177,12 @@ def redeploy(
     summary="Cancel a deployment that has not taken traffic",
 )
 def cancel(deployment_id: Id, state: State, credentials: Credentials) -> dict[str, Any]:
-    with state.ctx.db.transaction() as session:
-        who = _member(session, state, credentials)
-        d = actions.cancel(session, state.ctx, parse_id(deployment_id, "deployment"), who)
-        data = {"deployment": views.deployment(d)}
-    state.wake()
-    return data
+    return _act(
+        state,
+        credentials,
+        lambda session, ctx, who: {
+            "deployment": views.deployment(
+                actions.cancel(session, ctx, parse_id(deployment_id, "deployment"), who)
+            )
+        },
+    )

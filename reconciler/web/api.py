@@ -14,9 +14,8 @@ from sqlalchemy.orm import Session
 
 from reconciler import views
 from reconciler.admin import projects
-from reconciler.core.states import ApprovalState, ChangeSetState
+from reconciler.core.states import ApprovalState, ApprovalTarget, ChangeSetState
 from reconciler.errors import NotFoundError
-from reconciler.gitsource.urls import sanitize_url
 from reconciler.requests import approvals, changesets
 from reconciler.store import schema
 from reconciler.web import models
@@ -35,23 +34,6 @@ ChangeSetFilter = Annotated[ChangeSetState | None, Query(alias="state")]
 ApprovalFilter = Annotated[ApprovalState | None, Query(alias="state")]
 
 
-def project_json(p: schema.Project) -> dict[str, Any]:
-    """``nebula project list --json``, plus when it was and will be polled."""
-    return {
-        "slug": p.slug,
-        "repo": sanitize_url(p.repo_url),
-        "branch": p.branch,
-        "path": p.path,
-        "interval": p.interval_seconds,
-        "concurrency": p.concurrency,
-        "commit": p.last_commit,
-        "blocker": p.blocker,
-        "message": p.blocker_message,
-        "last_polled_at": views.iso(p.last_polled_at),
-        "next_poll_at": views.iso(p.next_poll_at),
-    }
-
-
 def _project_id(session: Session, slug: str | None) -> int | None:
     return projects.get(session, slug).id if slug is not None else None
 
@@ -59,7 +41,7 @@ def _project_id(session: Session, slug: str | None) -> int | None:
 @router.get("/projects", response_model=models.ProjectList, summary="Registered projects")
 def list_projects(state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
-        return {"projects": [project_json(p) for p in projects.listing(session)]}
+        return {"projects": [views.project(p) for p in projects.listing(session)]}
 
 
 @router.get(
@@ -70,7 +52,7 @@ def list_projects(state: State) -> dict[str, Any]:
 )
 def get_project(slug: Slug, state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
-        return {"project": project_json(projects.get(session, slug))}
+        return {"project": views.project(projects.get(session, slug))}
 
 
 @router.get(
@@ -154,7 +136,7 @@ def list_changesets(
         rows = changesets.listing(session, _project_id(session, project))
         return {
             "changesets": [
-                views.changeset(c, approvals.for_target(session, "changeset", c.id))
+                views.changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
                 for c in rows
                 if state_ is None or c.state == state_.value
             ]
@@ -170,7 +152,11 @@ def list_changesets(
 def get_changeset(changeset_id: Id, state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         c = changesets.get(session, parse_id(changeset_id, "change set"))
-        return {"changeset": views.changeset(c, approvals.for_target(session, "changeset", c.id))}
+        return {
+            "changeset": views.changeset(
+                c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id)
+            )
+        }
 
 
 @router.get(

@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.staticfiles import StaticFiles
 
 import reconciler
 from reconciler.context import Context
 from reconciler.scheduling import Scheduler
-from reconciler.web import acting, api, error_responses, hooks, operations, pages
+from reconciler.web import acting, api, error_responses, hooks, operations, pages, slack
 from reconciler.web.appstate import AppState
 from reconciler.web.metrics import Metrics
 
@@ -41,16 +41,6 @@ Reads need no token. Writes (approve, reject, rollback, promote, redeploy, cance
 `Authorization: Bearer <token>` from `nebula token create --as NAME`; the token's member acts.
 Errors are `{"error": {"code", "message"}}` with 401, 403, 404, 409 or 422.
 """
-
-
-def slack_interactions(ctx: Context) -> APIRouter | None:
-    """``POST /slack/interactions`` from ``notifiers.interactions``, when it is installed."""
-    try:
-        from notifiers import interactions  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    router: APIRouter = interactions.router(ctx)
-    return router
 
 
 def create_app(
@@ -84,9 +74,7 @@ def create_app(
     app.include_router(hooks.router)
     app.include_router(operations.router)
     app.include_router(pages.router)
-    slack = slack_interactions(ctx)
-    if slack is not None:
-        app.include_router(slack)
+    app.include_router(slack.router(ctx))
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     @app.middleware("http")

@@ -16,9 +16,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler import views
-from reconciler.core.states import HAPPY_PATH, ApprovalState, DeploymentState
+from reconciler.core.states import HAPPY_PATH, ApprovalState, ApprovalTarget, DeploymentState
 from reconciler.engine import releases
 from reconciler.model.references import Literal, RefKind
+from reconciler.model.specs import DatabaseSpec, ProcessType, ServiceSpec
 from reconciler.requests import approvals
 from reconciler.store import schema
 
@@ -101,9 +102,9 @@ def variables(release: schema.Release | None) -> list[tuple[str, list[Part]]]:
     if release is None:
         return []
     out = []
-    for key, items in release.config.get("variables", []):
+    for key, segments in releases.frozen(release).variables:
         parts = []
-        for segment in releases.segments_from_json(items):
+        for segment in segments:
             if isinstance(segment, Literal):
                 parts.append(Part(segment.text))
             elif segment.kind is RefKind.SECRET:
@@ -112,28 +113,23 @@ def variables(release: schema.Release | None) -> list[tuple[str, list[Part]]]:
                 parts.append(Part(f"host({segment.target})"))
             else:
                 parts.append(Part(f"{segment.target}.{segment.key}", masked=True))
-        out.append((str(key), parts))
+        out.append((key, parts))
     return out
 
 
 def processes(release: schema.Release | None) -> list[str]:
     if release is None:
         return []
-    spec = release.config.get("spec", {})
-    if spec.get("kind") == "database":
-        return [
-            f"{spec.get('engine')} {spec.get('version')}, {spec.get('instance_size')}, "
-            f"{spec.get('volume_size')}"
-        ]
+    unit = releases.frozen(release).unit
+    if isinstance(unit, DatabaseSpec):
+        return [f"{unit.engine} {unit.version}, {unit.instance_size.value}, {unit.volume_size}"]
     out = []
-    for p in spec.get("processes", []):
-        if p.get("type") in ("cron", "job"):
-            out.append(
-                f"{p['name']} ({p['type']}{' ' + p['schedule'] if p.get('schedule') else ''})"
-            )
+    for p in unit.processes:
+        if p.type in (ProcessType.CRON, ProcessType.JOB):
+            out.append(f"{p.name} ({p.type.value}{' ' + p.schedule if p.schedule else ''})")
         else:
-            n = p["replicas"]
-            out.append(f"{p['name']} ({p['type']}, {n} replica{'' if n == 1 else 's'})")
+            n = p.replicas
+            out.append(f"{p.name} ({p.type.value}, {n} replica{'' if n == 1 else 's'})")
     return out
 
 
@@ -151,11 +147,11 @@ def _states_reached(session: Session, deployment_id: int) -> list[str]:
 
 def deployment_path(session: Session, d: schema.Deployment) -> list[Step]:
     reached = _states_reached(session, d.id)
-    spec = d.release.config.get("spec", {})
+    unit = releases.frozen(d.release).unit
     return path(
         d.state,
         reached,
-        release_command=bool(spec.get("release_command")),
+        release_command=isinstance(unit, ServiceSpec) and bool(unit.release_command),
         approval=S.AWAITING_APPROVAL.value in reached or d.state == S.AWAITING_APPROVAL.value,
     )
 
@@ -261,7 +257,10 @@ def recent_changesets(session: Session, project_id: int, limit: int = 10) -> lis
         .order_by(schema.ChangeSet.id.desc())
         .limit(limit)
     )
-    return [views.changeset(c, approvals.for_target(session, "changeset", c.id)) for c in rows]
+    return [
+        views.changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
+        for c in rows
+    ]
 
 
 def recent_deployments(session: Session, project_id: int, limit: int = 15) -> list[dict[str, Any]]:
@@ -287,7 +286,7 @@ def deployment_page(session: Session, d: schema.Deployment) -> dict[str, Any]:
 
 
 def changeset_page(session: Session, c: schema.ChangeSet) -> dict[str, Any]:
-    approval = approvals.for_target(session, "changeset", c.id)
+    approval = approvals.for_target(session, ApprovalTarget.CHANGESET, c.id)
     deployments = session.scalars(
         select(schema.Deployment)
         .where(schema.Deployment.changeset_id == c.id)

@@ -6,6 +6,7 @@ Filters turn the API's ISO times into what a person reads ("3 min ago" next to
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,8 +80,6 @@ def shown(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | dict):
-        import json
-
         return json.dumps(value, ensure_ascii=False)
     return str(value)
 

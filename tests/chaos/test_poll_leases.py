@@ -42,7 +42,7 @@ def test_a_project_whose_poller_died_mid_poll_is_polled_by_another_within_half_a
     shop: Nebula,
 ) -> None:
     # The dead replica had just claimed the project's poll lease when it was killed.
-    assert leases.claim(shop.ctx, ["poll:shop"], "dead:1", scheduling.POLL_LEASE)
+    assert leases.claim(shop.ctx.db, shop.ctx.clock, ["poll:shop"], "dead:1", scheduling.POLL_LEASE)
     other = scheduling.Scheduler(_replica(shop.ctx, "alive:2"))
 
     shop.clock.advance(29)
@@ -68,7 +68,9 @@ def test_a_live_replica_keeps_its_poll_lease_however_long_the_poll_takes(
             shop.clock.advance(15)
             _wait_for(partial(_renewed_since, shop, before))
             taken_meanwhile.append(
-                leases.claim(other.ctx, ["poll:shop"], other.owner, scheduling.POLL_LEASE)
+                leases.claim(
+                    other.ctx.db, other.ctx.clock, ["poll:shop"], other.owner, scheduling.POLL_LEASE
+                )
             )
         return real_poll(ctx, slugs)
 

@@ -12,7 +12,8 @@ import pytest
 
 from reconciler.core import transitions
 from reconciler.core.states import FINAL_STATES, DeploymentState
-from reconciler.core.transitions import IllegalTransition, Trigger
+from reconciler.core.transitions import Trigger
+from reconciler.errors import IllegalTransition
 
 S = DeploymentState
 T = Trigger

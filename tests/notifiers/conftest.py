@@ -10,11 +10,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from notifiers import interactions
 from reconciler import bootstrap
 from reconciler.clock import FakeClock
 from reconciler.context import Context
 from reconciler.settings import Settings
+from reconciler.web import slack as interactions
 from tests.notifiers.flows import Flow, LiveServer
 from tests.plugins.git import GitRepo
 from tests.plugins.slack import CHANNEL_ID, SLACK_SIGNING_SECRET, SLACK_TOKEN, SlackServer

@@ -13,12 +13,12 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from notifiers import interactions
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
 from reconciler.requests import applying, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
+from reconciler.web import slack as interactions
 from tests.notifiers.flows import Flow, LiveServer, eventually, nebula_toml
 from tests.plugins.slack import (
     CHANNEL_ID,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.errors import ManifestError
 from renderers import capabilities, manifests, schemas
 from renderers.capabilities import Capabilities
-from renderers.manifests import Manifest, ManifestError
+from renderers.manifests import Manifest
 from tests.renderers import samples
 from tests.renderers.samples import find
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reconciler.core.states import Blocker
-from reconciler.errors import TransientError
+from reconciler.errors import TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
     Cluster,
     JobPhase,
@@ -21,7 +21,6 @@ from reconciler.runtimes.cluster import (
     ProbeKind,
     ReleaseObjects,
     Rollout,
-    UnreachableError,
 )
 from tests.runtimes.harness import Harness
 from tests.runtimes.releases import Service, image

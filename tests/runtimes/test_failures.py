@@ -11,8 +11,13 @@ import pytest
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
-from reconciler.runtimes.cluster import UnreachableError
+from reconciler.errors import (
+    ConfigurationError,
+    NebulaError,
+    PermanentError,
+    TransientError,
+    UnreachableError,
+)
 from reconciler.runtimes.kubernetes import Timeouts, connect, failures
 from tests.infra.kubeserver import write_kubeconfig
 from tests.runtimes.releases import Service, image, release_objects

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from reconciler.core.states import Blocker
-from reconciler.errors import PermanentError, TransientError
-from reconciler.runtimes.cluster import JobPhase, ReleaseObjects, UnreachableError
+from reconciler.errors import PermanentError, TransientError, UnreachableError
+from reconciler.runtimes.cluster import JobPhase, ReleaseObjects
 from reconciler.runtimes.kubernetes import KubernetesCluster, Timeouts, connect
 from tests.infra.kuberest import KubeRestError
 from tests.infra.kubeserver import KubeAPI, write_kubeconfig

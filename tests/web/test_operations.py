@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.clock import FakeClock
 from reconciler.context import Context
+from reconciler.runtimes.registry import Clusters
 from reconciler.settings import Settings
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
@@ -37,11 +38,14 @@ def test_healthz_says_ok_when_the_database_answers(live: httpx.Client) -> None:
 def test_healthz_is_503_when_the_database_cannot_be_reached(tmp_path: Path) -> None:
     # Nothing listens on port 1; the URL's password must not show anywhere.
     url = "postgresql+psycopg://nebula:hunter2-pw@127.0.0.1:1/nebula?connect_timeout=1"
+    db, clock = Database(url, migrate=False), FakeClock()
+    settings = Settings(database_url=url, state_dir=tmp_path)
     ctx = Context(
-        db=Database(url, migrate=False),
-        clock=FakeClock(),
-        settings=Settings(database_url=url, state_dir=tmp_path),
+        db=db,
+        clock=clock,
+        settings=settings,
         vault=Vault(Fernet.generate_key()),
+        clusters=Clusters(settings, db, clock),
     )
     with ThreadedServer(ctx) as server:
         health = httpx.get(f"{server.url}/healthz", timeout=10)

@@ -174,9 +174,3 @@ def test_stopping_waits_for_work_and_releases_this_replicas_leases(three: Nebula
         assert [lease.owner for lease in session.query(schema.Lease)] == ["other:1"]
     scheduler.poll_soon("gamma")  # ignored once stopped
     assert not scheduler.running
-
-
-def test_outbox_delivery_is_found_when_the_notifiers_are_installed() -> None:
-    from notifiers import outbox
-
-    assert scheduling.outbox_delivery() is outbox.deliver_due

@@ -27,8 +27,7 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from reconciler.core.states import Blocker
-from reconciler.errors import NebulaError, PermanentError, TransientError
-from reconciler.runtimes.cluster import UnreachableError
+from reconciler.errors import NebulaError, PermanentError, TransientError, UnreachableError
 
 MAX_MESSAGE = 300
 TRANSIENT_STATUSES = frozenset({409, 429})

@@ -21,8 +21,8 @@ import socket
 from typing import Protocol
 from urllib.parse import quote
 
-from reconciler.errors import TransientError
-from reconciler.runtimes.cluster import ProbeKind, ProbeResult, ReleaseObjects, UnreachableError
+from reconciler.errors import TransientError, UnreachableError
+from reconciler.runtimes.cluster import ProbeKind, ProbeResult, ReleaseObjects
 from reconciler.runtimes.kubernetes import failures
 from reconciler.runtimes.kubernetes.transport import Transport
 

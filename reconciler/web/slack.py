@@ -12,17 +12,14 @@ acknowledged after ``ACK_WITHIN`` anyway and the decision's outcome follows the 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import parse_qs
 
 from fastapi import APIRouter, BackgroundTasks, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from notifiers import keys, messages, outbox, signatures, slack
+from notifiers import keys, outbox, signatures, slack
+from notifiers.clicks import Answer, Click, parse
 from notifiers.notifying import Notifier
 from reconciler.admin import members
 from reconciler.context import Context
@@ -33,22 +30,6 @@ from reconciler.requests import deciding
 log = logging.getLogger("nebula.slack")
 MAX_BODY = 1 << 20  # Slack's interaction payloads are a few kilobytes
 ACK_WITHIN = 2.0  # seconds: Slack shows the person an error after 3
-
-
-@dataclass(frozen=True)
-class Click:
-    """One Approve or Reject click, as Slack reports it."""
-
-    user_id: str
-    approve: bool
-    value: str
-    response_url: str
-
-
-@dataclass
-class Answer:
-    ephemeral: str | None = None  # why nothing changed, for the person who clicked only
-    deliver: list[str] = field(default_factory=list)  # outbox keys worth sending right away
 
 
 def router(ctx: Context, notifier: Notifier | None = None) -> APIRouter:
@@ -98,30 +79,6 @@ def router(ctx: Context, notifier: Notifier | None = None) -> APIRouter:
             await run_in_threadpool(_deliver, ctx, notifier, answer.deliver)
 
     return api
-
-
-def parse(body: bytes) -> Click | None:
-    """The click in a ``block_actions`` payload; None for anything else."""
-    try:
-        form = parse_qs(body.decode("utf-8"), strict_parsing=True)
-        payload: Any = json.loads(form["payload"][0])
-    except (UnicodeDecodeError, ValueError, KeyError) as exc:
-        raise ValueError("Expected a form body with a JSON payload field") from exc
-    if not isinstance(payload, dict) or payload.get("type") != "block_actions":
-        return None
-    for action in payload.get("actions") or []:
-        if not isinstance(action, dict):
-            continue
-        action_id = action.get("action_id")
-        if action_id in (messages.APPROVE, messages.REJECT):
-            user = payload.get("user") or {}
-            return Click(
-                user_id=str(user.get("id") or ""),
-                approve=action_id == messages.APPROVE,
-                value=str(action.get("value") or ""),
-                response_url=str(payload.get("response_url") or ""),
-            )
-    return None
 
 
 def decide(ctx: Context, click: Click) -> Answer:
