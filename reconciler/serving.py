@@ -10,19 +10,22 @@ resumes from the stage marker.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from types import FrameType
+from urllib.parse import unquote, urlsplit
 
 import uvicorn
 
 from reconciler import bootstrap, logs, scheduling
 from reconciler.gitsource.credentials import GitCredentials
-from reconciler.settings import Settings
+from reconciler.settings import TABLE, Settings, Unknown
 from reconciler.web.app import create_app
 from reconciler.web.metrics import Metrics
 
@@ -34,13 +37,18 @@ EXIT_WITHIN = 10.0
 
 
 def secrets_of(settings: Settings) -> list[str]:
-    """Every secret value the settings hold, so the logs can never print one."""
-    values = [settings.secret_key, settings.slack_bot_token, settings.slack_signing_secret]
-    try:
+    """Every secret value the settings hold, so the logs can never print one: each setting
+    marked secret, the tokens in the git credentials and the database URL's password."""
+    values = [str(getattr(settings, spec.name)) for spec in TABLE if spec.secret]
+    # A malformed value is reported by bootstrap, not here (and the whole value is in already).
+    with contextlib.suppress(Exception):
         values += GitCredentials.parse(settings.git_credentials).secrets()
-    except Exception:  # a malformed setting is reported by bootstrap, not here
-        values.append(settings.git_credentials)
-    return [v for v in values if v]
+    try:
+        password = urlsplit(settings.database_url).password or ""
+    except ValueError:  # not a URL: bootstrap says so, and the whole value is in already
+        password = ""
+    values += [password, unquote(password)]
+    return [v for v in dict.fromkeys(values) if v]
 
 
 class _Server(uvicorn.Server):
@@ -75,15 +83,18 @@ def _watchdog(seconds: float) -> None:
 def serve(
     settings: Settings,
     *,
+    unknown: Sequence[Unknown] = (),
     host: str = "127.0.0.1",
     port: int = 8080,
     log_level: str = "info",
     json_logs: bool | None = None,
 ) -> int:
     logs.configure(level=log_level, json_lines=json_logs, secrets=secrets_of(settings))
+    for each in unknown:  # the CLI printed them; the logs keep them too
+        log.warning(each.message, extra={"setting": each.variable, "hint": each.hint})
     ctx = bootstrap.open_context(settings)
     metrics = Metrics(ctx)
-    scheduler = scheduling.Scheduler(ctx, observer=metrics)
+    scheduler = scheduling.Scheduler(ctx, observer=metrics, workers=settings.workers)
     refused = scheduling.claim_writer(ctx, scheduler.owner)
     if refused is not None:
         log.error("not starting", extra={"reason": refused})

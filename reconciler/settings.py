@@ -2,48 +2,137 @@
 
 Read once at the edge (CLI or server start) and passed down; nothing below reads
 ``os.environ`` itself, so tests set settings explicitly.
+
+The fields of ``Settings`` are the table of settings: each is declared on one line with its
+kind, its default as people write it, whether it is secret and the line the README and
+``nebula --help`` show; ``TABLE`` reads them back. Loading refuses nonsense. An unknown key in
+the settings file, a value of the wrong kind or a choice Nebula does not know is a
+``ConfigurationError`` that names the setting (never a secret's value) with a hint: the closest
+known key, the allowed values, or the accepted forms. An unknown ``NEBULA_*`` environment
+variable is not an error (an environment holds more than Nebula's own settings):
+``unknown_variables`` lists them with the closest known one, for the CLI to warn about.
 """
+
+# The declaration helpers below return dataclasses.field(...), never a shared default value.
+# ruff: noqa: RUF009
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
+from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
 from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError
 
+PREFIX = "NEBULA_"
 DEFAULT_STATE_DIR = Path(".nebula")
+DOCUMENTED = "nebula --help lists every setting (so does the README, under Settings)"
+
+_T = TypeVar("_T")
+_SPEC = "nebula.setting"  # the field metadata key that holds a setting's Spec
+
+
+class Kind(Enum):
+    STR = "str"
+    DURATION = "duration"  # 90s, 5m, 24h, 1d; a bare number is seconds
+    PATH = "path"
+    INT = "int"  # a whole number, 1 or more
+    BOOL = "bool"
+    CHOICE = "choice"  # one of Spec.choices
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One setting: ``name`` is its field, ``variable`` its environment variable."""
+
+    name: str
+    kind: Kind
+    default: str  # as written in the environment or the file; "" for none
+    about: str
+    secret: bool = False  # never printed: not in repr, errors or logs
+    choices: tuple[str, ...] = ()
+
+    @property
+    def variable(self) -> str:
+        return PREFIX + self.name.upper()
+
+
+def _field(
+    value: _T,
+    kind: Kind,
+    default: str,
+    about: str,
+    secret: bool = False,
+    choices: tuple[str, ...] = (),
+) -> _T:
+    spec = Spec("", kind, default, about, secret, choices)
+    return field(default=value, repr=not secret, metadata={_SPEC: spec})
+
+
+def _text(default: str, about: str, *, secret: bool = False) -> str:
+    return _field(default, Kind.STR, default, about, secret=secret)
+
+
+def _choice(default: str, choices: tuple[str, ...], about: str) -> str:
+    return _field(default, Kind.CHOICE, default, about, choices=choices)
+
+
+def _duration(default: str, about: str) -> timedelta:
+    return _field(parse_duration(default), Kind.DURATION, default, about)
+
+
+def _path(default: str, about: str) -> Path:
+    return _field(Path(default), Kind.PATH, default, about)
+
+
+def _optional_path(about: str) -> Path | None:
+    return _field(None, Kind.PATH, "", about)
+
+
+def _int(default: int, about: str) -> int:
+    return _field(default, Kind.INT, str(default), about)
+
+
+def _flag(default: bool, about: str) -> bool:
+    return _field(default, Kind.BOOL, str(default).lower(), about)
 
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = ""
-    cluster: str = "simulated"
-    # The kubeconfig for NEBULA_CLUSTER=kubernetes: "" reads $KUBECONFIG, then ~/.kube/config
-    # (or the in-cluster service account when neither exists and Nebula runs in a pod).
-    kubeconfig: str = ""
-    slack_bot_token: str = field(default="", repr=False)
-    slack_signing_secret: str = field(default="", repr=False)
-    slack_api_url: str = "https://slack.com/api/"
-    slack_channel: str = ""
-    public_url: str = "http://127.0.0.1:8080"
-    approval_ttl: timedelta = timedelta(hours=24)
-    readiness_timeout: timedelta = timedelta(minutes=5)
-    route_activation_timeout: timedelta = timedelta(minutes=2)
-    poll_interval: timedelta = timedelta(seconds=60)
-    simulated_delay: timedelta = timedelta(seconds=1)
-    simulated_faults: str = ""
-    secret_key: str = field(default="", repr=False)
-    state_dir: Path = DEFAULT_STATE_DIR
-    git_cache_dir: Path | None = None
-    git_credentials: str = field(default="", repr=False)  # "host=token,host2=token2"
-    git_ssh_key: str = ""  # path of a private key for ssh:// remotes
-    git_ssh_key_passphrase: str = field(default="", repr=False)
-    replica_id: str = ""
+    """Every setting, one line each (adding one is adding a line here and in the README)."""
+
+    # fmt: off
+    database_url: str = _text("", "the store: empty is SQLite nebula.db in NEBULA_STATE_DIR; postgresql+psycopg://user:password@host/db for several replicas", secret=True)
+    cluster: str = _choice("simulated", ("simulated", "kubernetes"), "where releases run: the embedded simulated cluster, or a Kubernetes cluster")
+    kubeconfig: str = _text("", "the kubeconfig for NEBULA_CLUSTER=kubernetes; empty: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account")
+    slack_bot_token: str = _text("", "the Slack bot token; without it notifications are recorded but not sent", secret=True)
+    slack_signing_secret: str = _text("", "verifies Slack's requests to /slack/interactions; without it they get 401", secret=True)
+    slack_api_url: str = _text("https://slack.com/api/", "Slack's Web API")
+    slack_channel: str = _text("", "the Slack channel id notifications go to (a project may set its own)")
+    public_url: str = _text("http://127.0.0.1:8080", "Nebula's own address, for links in messages")
+    approval_ttl: timedelta = _duration("24h", "how long an approval request stays open")
+    readiness_timeout: timedelta = _duration("5m", "how long a new release may take to become ready")
+    route_activation_timeout: timedelta = _duration("2m", "how long moving traffic to a new release may take")
+    poll_interval: timedelta = _duration("60s", "how often a project is polled (a project may set its own interval)")
+    simulated_delay: timedelta = _duration("1s", "how long each stage takes on the simulated cluster")
+    simulated_faults: str = _text("", "a TOML file of faults the simulated cluster injects, by image (a test and demo aid)")
+    secret_key: str = _text("", "encrypts secrets at rest, the same on every replica; empty: generated into NEBULA_STATE_DIR/secret.key", secret=True)
+    state_dir: Path = _path(str(DEFAULT_STATE_DIR), "the SQLite store, the generated secret key and the git cache")
+    git_cache_dir: Path | None = _optional_path("the git cache; empty: NEBULA_STATE_DIR/git")
+    git_credentials: str = _text("", "tokens for https remotes: host=token,host2=token2", secret=True)
+    git_ssh_key: str = _text("", "the path of a private key for ssh:// remotes")
+    git_ssh_key_passphrase: str = _text("", "the passphrase of NEBULA_GIT_SSH_KEY", secret=True)
+    replica_id: str = _text("", "this replica's name in leases; empty: hostname:pid")
+    workers: int = _int(8, "scheduler jobs (polls, reconcile ticks, timers) one replica runs at once")
+    # fmt: on
 
     @property
     def resolved_database_url(self) -> str:
@@ -59,43 +148,114 @@ class Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-_DURATIONS = {
-    "approval_ttl",
-    "readiness_timeout",
-    "route_activation_timeout",
-    "poll_interval",
-    "simulated_delay",
-}
+TABLE: tuple[Spec, ...] = tuple(replace(f.metadata[_SPEC], name=f.name) for f in fields(Settings))
+_BY_NAME = {spec.name: spec for spec in TABLE}
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A ``NEBULA_*`` environment variable that is no setting: warned about, then ignored."""
+
+    variable: str
+    hint: str
+
+    @property
+    def message(self) -> str:
+        return f"unknown setting {self.variable}"
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[Unknown]:
+    """Each ``NEBULA_*`` variable that is no setting, with a hint naming the closest one."""
+    env = os.environ if environ is None else environ
+    return [
+        Unknown(variable, _closest(variable[len(PREFIX) :].lower()))
+        for variable in sorted(env)
+        if variable.startswith(PREFIX) and variable[len(PREFIX) :].lower() not in _BY_NAME
+    ]
 
 
 def load(environ: Mapping[str, str] | None = None, config_file: str | None = None) -> Settings:
     """Settings from a config file (if given) overlaid with ``NEBULA_*`` environment variables."""
     env = os.environ if environ is None else environ
-    values: dict[str, str] = {}
-    if config_file:
-        try:
-            data = tomllib.loads(Path(config_file).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigurationError(f"cannot read settings file {config_file}: {exc}") from exc
-        for key, value in data.items():
-            values[key.lower().removeprefix("nebula_")] = str(value)
-    for key, value in env.items():
-        if key.startswith("NEBULA_"):
-            values[key[len("NEBULA_") :].lower()] = value
-    known = {f.name: f for f in fields(Settings)}
-    kwargs: dict[str, object] = {}
-    for key, raw in values.items():
-        if key not in known:
-            continue
-        if key in _DURATIONS:
-            kwargs[key] = parse_duration(raw, setting=f"NEBULA_{key.upper()}")
-        elif key in ("state_dir", "git_cache_dir"):
-            kwargs[key] = Path(raw)
-        else:
-            kwargs[key] = raw
-    settings = Settings(**kwargs)  # type: ignore[arg-type]
-    if settings.cluster not in ("simulated", "kubernetes"):
+    given = _from_file(config_file) if config_file else {}
+    for variable, value in env.items():
+        name = variable[len(PREFIX) :].lower()
+        if variable.startswith(PREFIX) and name in _BY_NAME:
+            given[name] = (value, variable)
+    values = {name: convert(_BY_NAME[name], raw, where) for name, (raw, where) in given.items()}
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def _from_file(path: str) -> dict[str, tuple[object, str]]:
+    """Each setting the file gives: its TOML value and where it was (``key in path``)."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"cannot read settings file {path}: {exc}") from exc
+    given: dict[str, tuple[object, str]] = {}
+    keys: dict[str, str] = {}
+    for key, value in data.items():
+        name = key.lower().removeprefix(PREFIX.lower())
+        if name not in _BY_NAME:
+            raise ConfigurationError(f"unknown setting {key} in {path}", hint=_closest(name))
+        if name in keys:
+            raise ConfigurationError(
+                f"{keys[name]} and {key} in {path} are the same setting", hint="keep one of them"
+            )
+        keys[name] = key
+        given[name] = (value, f"{key} in {path}")
+    return given
+
+
+def _closest(name: str) -> str:
+    close = difflib.get_close_matches(name, list(_BY_NAME), n=1)
+    return f"did you mean {_BY_NAME[close[0]].variable}?" if close else DOCUMENTED
+
+
+def convert(spec: Spec, raw: object, where: str) -> object:
+    """``raw`` (a string from the environment, a TOML scalar from the file) as ``spec`` says."""
+    if isinstance(raw, bool):
+        text = str(raw).lower()
+    elif isinstance(raw, str | int | float):
+        text = str(raw)
+    else:
+        kind = "table" if isinstance(raw, dict) else "list" if isinstance(raw, list) else "date"
         raise ConfigurationError(
-            f"NEBULA_CLUSTER is {settings.cluster!r}", hint="use simulated or kubernetes"
+            f"{where} is a {kind}", hint="give a string, a number or true/false"
         )
-    return settings
+    shown = "the value given (a secret, not shown)" if spec.secret else repr(text)
+    if spec.kind is Kind.STR:
+        return text
+    if spec.kind is Kind.CHOICE:
+        if text in spec.choices:
+            return text
+        close = difflib.get_close_matches(text, spec.choices, n=1)
+        allowed = " or ".join(spec.choices)
+        hint = f"did you mean {close[0]}?" if close else f"unset it for the default, {spec.default}"
+        raise ConfigurationError(f"{where} must be {allowed}, not {shown}", hint=hint)
+    if spec.kind is Kind.DURATION:
+        try:
+            return parse_duration(text, setting=spec.variable)
+        except ConfigurationError:
+            raise ConfigurationError(
+                f"{where} must be a duration, not {shown}",
+                hint="write a number and a unit: 90s, 5m, 24h or 1d",
+            ) from None
+    if spec.kind is Kind.INT:
+        if re.fullmatch(r"\s*[0-9]+\s*", text) and int(text) >= 1:
+            return int(text)
+        raise ConfigurationError(
+            f"{where} must be a whole number, 1 or more, not {shown}",
+            hint=f"write it in digits, e.g. {spec.default}",
+        )
+    if spec.kind is Kind.BOOL:
+        words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+        if text.strip().lower() in words:
+            return words[text.strip().lower()]
+        raise ConfigurationError(
+            f"{where} must be true or false, not {shown}", hint="use true or false"
+        )
+    if not text.strip():  # Kind.PATH
+        default = f" (default {spec.default})" if spec.default else ""
+        raise ConfigurationError(f"{where} is empty", hint=f"give a path, or unset it{default}")
+    return Path(text)

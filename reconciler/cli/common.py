@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from reconciler import bootstrap, settings
+from reconciler.cli import output
 from reconciler.context import Context
 from reconciler.errors import NotFoundError
 
@@ -19,15 +20,29 @@ else:
     Subparsers = argparse._SubParsersAction
 
 _CONTEXT: dict[str, Context] = {}
+_UNKNOWN: dict[str, list[settings.Unknown]] = {}  # "environ": once read, warned about
+
+
+def load_settings(args: argparse.Namespace) -> settings.Settings:
+    """The settings (environment over ``--config``); the first load in a process warns about
+    each unknown ``NEBULA_*`` variable, and the command goes on."""
+    if "environ" not in _UNKNOWN:
+        _UNKNOWN["environ"] = settings.unknown_variables()
+        for unknown in _UNKNOWN["environ"]:
+            output.warning(unknown.message, unknown.hint)
+    return settings.load(config_file=getattr(args, "config", None))
+
+
+def unknown_settings() -> list[settings.Unknown]:
+    """The unknown ``NEBULA_*`` variables warned about (``nebula serve`` logs them too)."""
+    return _UNKNOWN.get("environ", [])
 
 
 def context(args: argparse.Namespace, *, git: bool = False) -> Context:
     """One context per process (the CLI runs one command), built from settings on first use."""
     key = f"git={git}"
     if key not in _CONTEXT:
-        _CONTEXT[key] = bootstrap.open_context(
-            settings.load(config_file=getattr(args, "config", None)), git=git
-        )
+        _CONTEXT[key] = bootstrap.open_context(load_settings(args), git=git)
     return _CONTEXT[key]
 
 
@@ -38,12 +53,14 @@ def use(ctx: Context) -> None:
 
 
 def reset() -> None:
-    """Forget the cached context (tests run several commands in one process)."""
+    """Forget the cached context and the warnings given (tests run several commands in one
+    process)."""
     for ctx in {id(c): c for c in _CONTEXT.values()}.values():
         ctx.db.dispose()
         if ctx.git is not None:
             ctx.git.close()
     _CONTEXT.clear()
+    _UNKNOWN.clear()
 
 
 @contextmanager

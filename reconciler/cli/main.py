@@ -7,8 +7,10 @@ import importlib
 import os
 import signal
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 
+from reconciler import settings
 from reconciler.cli import output
 from reconciler.errors import NebulaError, RefusedError, UnauthorizedError
 
@@ -36,8 +38,27 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(output.EXIT_USAGE)
 
 
+def settings_help() -> str:
+    """The settings, for ``nebula --help``: each with its default and what it means."""
+    lines = [
+        "settings: NEBULA_* environment variables, or the same keys (with or without NEBULA_,",
+        "in any case) in the file given with --config; the environment wins over the file.",
+    ]
+    for spec in settings.TABLE:
+        default = f" (default {spec.default})" if spec.default else ""
+        secret = " (secret)" if spec.secret else ""
+        lines.append(f"  {spec.variable}{default}{secret}")
+        lines += textwrap.wrap(spec.about, 92, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="nebula", description="Nebula: GitOps deployments with approvals.")
+    parser = _Parser(
+        prog="nebula",
+        description="Nebula: GitOps deployments with approvals.",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -61,10 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not as noise when the interpreter exits
         return code
     except (RefusedError, UnauthorizedError) as exc:
-        output.error(exc.message)
+        output.error(exc.message, exc.hint)
         return output.EXIT_REFUSED
     except NebulaError as exc:
-        output.error(exc.message)
+        output.error(exc.message, exc.hint)
         return output.EXIT_REFUSED
     except KeyboardInterrupt:
         return 130

@@ -1,4 +1,5 @@
-"""How every command talks back: JSON documents on stdout, one clear error line on stderr.
+"""How every command talks back: JSON documents on stdout; on stderr, an error or a warning as
+one line (``error: ...``, ``warning: ...``), followed by one ``hint: ...`` line when there is one.
 
 Exit codes (interfaces.md): 0 ok, 1 a refused or invalid request, 2 bad usage.
 """
@@ -37,8 +38,13 @@ def print_json(document: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=_default) + "\n")
 
 
-def error(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
+def error(message: str, hint: str | None = None) -> None:
+    sys.stderr.write(f"error: {message}\n" + (f"hint: {hint}\n" if hint else ""))
+
+
+def warning(message: str, hint: str | None = None) -> None:
+    """Something the command goes on despite (an unknown setting)."""
+    sys.stderr.write(f"warning: {message}\n" + (f"hint: {hint}\n" if hint else ""))
 
 
 def table(rows: list[list[str]], headers: list[str]) -> str:

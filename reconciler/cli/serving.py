@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 
-from reconciler import settings
 from reconciler.cli import common
 
 
@@ -40,7 +39,8 @@ def serve(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise SystemExit(f"error: --port {args.port} is not a port number")
     code = serving.serve(
-        settings.load(config_file=args.config),
+        common.load_settings(args),
+        unknown=common.unknown_settings(),
         host=args.host,
         port=args.port,
         log_level=args.log_level,

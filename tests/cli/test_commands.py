@@ -1,4 +1,4 @@
-"""The command line's own contract: one clear line per error, exit 1 for a refused or invalid
+"""The command line's own contract: one clear line per error (and a ``hint:`` line), exit 1 for a refused or invalid
 request and 2 for bad usage, settings given with ``--config`` before or after the command."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def test_an_unsupported_repository_scheme_is_refused_when_the_project_is_added(
     assert refused.code == 1
     assert refused.err == (
         "error: The repository URL ftp://***@example.com/x.git uses the unsupported scheme 'ftp'\n"
+        "hint: use a local path, file://, git://, http(s):// or ssh:// (or user@host:path)\n"
     )
     assert nebula.json("project list")["projects"] == []
 
@@ -32,8 +33,9 @@ def test_a_project_repository_changed_to_an_unsupported_scheme_is_refused(
     git_repo.commit({"nebula.toml": "[environments.staging]\n"}, "Empty")
     nebula.ok(f"project add shop --repo {git_repo.url}")
     refused = nebula.cli("project set shop repo svn://example.com/x")
-    assert (refused.code, refused.err.count("\n")) == (1, 1)
-    assert "unsupported scheme 'svn'" in refused.err
+    assert (refused.code, refused.err.count("\n")) == (1, 2)
+    assert "unsupported scheme 'svn'" in refused.err.splitlines()[0]
+    assert refused.err.splitlines()[1].startswith("hint: ")
     (project,) = nebula.json("project list")["projects"]
     assert project["repo"] == str(git_repo.url)
 
@@ -43,7 +45,7 @@ def test_reconciling_an_unknown_project_is_an_error(nebula: Nebula) -> None:
     assert (refused.code, refused.out, refused.err) == (
         1,
         "",
-        "error: No project named 'nowhere'\n",
+        "error: No project named 'nowhere'\nhint: list them with: nebula project list\n",
     )
 
 

@@ -251,7 +251,8 @@ def test_promote_makes_a_new_release_in_the_target_from_the_source_image(
     assert (itself.code, itself.err) == (
         1,
         "error: Cannot promote api from staging to itself: --from and --to must be different "
-        "environments\n",
+        "environments\n"
+        "hint: to deploy the same image again, use: nebula redeploy shop api --env staging\n",
     )
     response = nebula.json("promote shop api --from staging --to production --as ada")
     promoted = response["deployment"]

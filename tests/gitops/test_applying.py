@@ -117,4 +117,7 @@ def test_discard_and_show(nebula: Nebula, git_repo: GitRepo) -> None:
     assert again.code == 1
     assert "only a draft or a change set pending approval can be discarded" in again.err
     missing = nebula.cli("changeset show 999")
-    assert (missing.code, missing.err) == (1, "error: No change set 999\n")
+    assert (missing.code, missing.err) == (
+        1,
+        "error: No change set 999\nhint: list them with: nebula changesets\n",
+    )

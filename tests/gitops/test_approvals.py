@@ -84,7 +84,11 @@ def test_only_admins_and_owners_decide(live: Nebula, git_repo: GitRepo) -> None:
     assert refused.code == 1
     assert refused.err == "error: Only an admin or owner can decide approvals; mo is a member.\n"
     unknown = live.cli(f"approve {approval['id']} --as nobody")
-    assert (unknown.code, unknown.err) == (1, "error: No member named 'nobody'\n")
+    assert (unknown.code, unknown.err) == (
+        1,
+        "error: No member named 'nobody'\n"
+        "hint: add one with: nebula member add nobody --role admin\n",
+    )
     assert pending(live) == [approval]
 
 
