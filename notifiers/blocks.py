@@ -89,10 +89,6 @@ def context(*texts: str) -> Block:
     }
 
 
-def divider() -> Block:
-    return {"type": "divider"}
-
-
 def button(
     text: str,
     action_id: str,

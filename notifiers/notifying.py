@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from notifiers.blocks import Block
 
@@ -22,9 +22,6 @@ class Message:
 
     text: str
     blocks: tuple[Block, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "blocks": list(self.blocks)}
 
 
 @dataclass(frozen=True)

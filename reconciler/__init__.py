@@ -1,11 +1,29 @@
 """Nebula: a GitOps deployment reconciler.
 
-Layers, from the bottom up (enforced by import-linter, see pyproject.toml):
+The house, top to bottom; every import points down, and rooms of one floor (``|``) do not
+know each other (enforced by import-linter, see ``[tool.importlinter]`` in pyproject.toml)::
 
-- ``reconciler.model`` and ``reconciler.core``: the pure core. Parsing and validating
-  nebula.toml, the dependency graph, planning change sets, approval rules, freeze windows,
-  the deployment transition table. No I/O, no clock, no session.
-- ``reconciler.store``, ``reconciler.gitsource``, ``reconciler.runtimes``: effects at the edges.
-- ``reconciler.services`` and ``reconciler.engine``: the application, joining core and edges.
-- ``reconciler.cli``, ``reconciler.web``, ``reconciler.scheduling``: the surfaces.
+    surfaces   cli  >  demo | serving  >  bootstrap  >  web  >  scheduling | views
+    flows      reconciling  >  gitops  >  requests
+    engine     engine
+    records    admin | context
+    edges      notifiers | runtimes | gitsource  >  store
+    pure       renderers | core  >  model
+    base       settings | logs  >  clock | durations  >  errors
+
+- ``gitops``: polling the tracked branch and staging what changed into change sets.
+- ``requests``: change sets and applying them, approvals and decisions, the actions people
+  request (rollback, promote, redeploy, cancel), freezes and the concurrency cap.
+- ``engine``: releases, queueing and supersession, the stages, the reconcile tick.
+- ``admin``: members and tokens, policies and freezes, projects and secrets;
+  ``context``: the edges a flow is handed (database, clock, settings, vault, clusters, git).
+- ``model``, ``core``, ``renderers``: parsing and validating nebula.toml, planning, the
+  transition tables and decisions, manifests. No I/O, no clock, no session.
 """
+
+from importlib import metadata
+
+try:
+    __version__ = metadata.version("nebula-reconciler")
+except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+    __version__ = "0.0.0+unknown"

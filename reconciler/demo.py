@@ -27,7 +27,7 @@ from sqlalchemy import select
 from reconciler import bootstrap, reconciling, views
 from reconciler.admin import members, projects
 from reconciler.context import Context
-from reconciler.core.states import DecisionChannel
+from reconciler.core.states import ApprovalState, DecisionChannel
 from reconciler.requests import approvals, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
@@ -106,7 +106,7 @@ class Demo:
 
     def show_pending_approval(self) -> int:
         with self.ctx.db.transaction() as session:
-            pending = [a for a in approvals.listing(session) if a.state == "pending"]
+            pending = approvals.listing(session, state=ApprovalState.PENDING)
             assert pending, "the demo expects a production approval to be waiting"
             approval = pending[-1]
             changeset = changesets.get(session, approval.target_id)

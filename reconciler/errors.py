@@ -18,12 +18,13 @@ this tree::
     │   ├── FrozenError         a deploy freeze is on
     │   └── ConcurrencyError    the project runs its maximum number of deployments
     ├── UnauthorizedError       no token, or not a valid one
-    ├── TransientError          may succeed if retried (API 5xx, timeouts, conflicts)
-    │   ├── UnreachableError    the cluster's API cannot be reached (the ``delivery`` blocker)
-    │   ├── RateLimitedError    the remote said 429: wait ``retry_after`` seconds
-    │   └── UnansweredError     the request went out, no answer came back
-    └── PermanentError          will not succeed if retried (the cluster said no for good)
-        └── ManifestError       a rendered object is not what it should be (a bug in Nebula)
+    └── RemoteError             a remote said no (``status``: its status code)
+        ├── TransientError      may succeed if retried (API 5xx, timeouts, conflicts)
+        │   ├── UnreachableError    the cluster's API cannot be reached (``delivery``)
+        │   ├── RateLimitedError    the remote said 429: wait ``retry_after`` seconds
+        │   └── UnansweredError     the request went out, no answer came back
+        └── PermanentError      will not succeed if retried (the cluster said no for good)
+            └── ManifestError   a rendered object is not what it should be (a bug in Nebula)
 """
 
 from __future__ import annotations
@@ -124,10 +125,9 @@ class UnauthorizedError(NebulaError):
     code = "unauthorized"
 
 
-class TransientError(NebulaError):
-    """Worth retrying; ``status`` is the remote status code when there was one."""
-
-    code = "transient"
+class RemoteError(NebulaError):
+    """A remote (the cluster's API, Slack, a git server) said no; ``status`` is its status
+    code when there was one. Raised as one of its two kinds, never itself."""
 
     def __init__(
         self,
@@ -139,6 +139,12 @@ class TransientError(NebulaError):
     ) -> None:
         super().__init__(message, code=code, hint=hint)
         self.status = status
+
+
+class TransientError(RemoteError):
+    """Worth retrying."""
+
+    code = "transient"
 
 
 class UnreachableError(TransientError):
@@ -161,19 +167,10 @@ class UnansweredError(TransientError):
     code = "unanswered"
 
 
-class PermanentError(NebulaError):
-    code = "permanent"
+class PermanentError(RemoteError):
+    """Will not succeed if retried, until someone changes something."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        status: int | None = None,
-        hint: str | None = None,
-    ) -> None:
-        super().__init__(message, code=code, hint=hint)
-        self.status = status
+    code = "permanent"
 
 
 class ManifestError(PermanentError):

@@ -32,7 +32,6 @@ from reconciler.web.metrics import Metrics
 log = logging.getLogger("nebula.serve")
 
 GRACE = 2.0  # seconds for open HTTP connections
-STOP_WITHIN = 6.0  # seconds for the scheduler's work in progress
 EXIT_WITHIN = 10.0
 
 

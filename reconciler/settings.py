@@ -101,10 +101,6 @@ def _int(default: int, about: str) -> int:
     return _field(default, Kind.INT, str(default), about)
 
 
-def _flag(default: bool, about: str) -> bool:
-    return _field(default, Kind.BOOL, str(default).lower(), about)
-
-
 @dataclass(frozen=True)
 class Settings:
     """Every setting, one line each (adding one is adding a line here and in the README)."""

@@ -16,9 +16,10 @@ from sqlalchemy.orm import Session
 
 from reconciler.admin.members import shown_actor
 from reconciler.clock import utc
-from reconciler.core.states import DeploymentState
+from reconciler.core.states import ApprovalTarget, DeploymentState
 from reconciler.engine.queueing import Ended
 from reconciler.gitsource.urls import sanitize_url
+from reconciler.requests import approvals
 from reconciler.store import schema
 
 
@@ -165,6 +166,11 @@ def project(p: schema.Project) -> dict[str, Any]:
         "last_polled_at": iso(p.last_polled_at),
         "next_poll_at": iso(p.next_poll_at),
     }
+
+
+def changeset_of(session: Session, c: schema.ChangeSet) -> dict[str, Any]:
+    """``changeset`` with the approval that gates (or gated) it, read here."""
+    return changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
 
 
 def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> dict[str, Any]:

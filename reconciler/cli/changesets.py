@@ -5,15 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from sqlalchemy.orm import Session
-
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output
-from reconciler.core.states import ApprovalTarget
 from reconciler.errors import RefusedError
-from reconciler.requests import applying, approvals, changesets
-from reconciler.store import schema
+from reconciler.requests import applying, changesets
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -35,10 +31,6 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("id")
     common.add_as(p)
     common.add_json(p)
-
-
-def _json(session: Session, c: schema.ChangeSet) -> dict[str, object]:
-    return views.changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
 
 
 def _value(value: object) -> str:
@@ -65,7 +57,7 @@ def _print(data: dict[str, object]) -> None:
 def list_changesets(args: argparse.Namespace) -> int:
     with common.transaction(args) as (_, session):
         project_id = projects.get(session, args.project).id if args.project else None
-        rows = [_json(session, c) for c in changesets.listing(session, project_id)]
+        rows = [views.changeset_of(session, c) for c in changesets.listing(session, project_id)]
     if args.state:
         rows = [r for r in rows if r["state"] == args.state]
     if args.json:
@@ -80,7 +72,7 @@ def list_changesets(args: argparse.Namespace) -> int:
                         str(r["environment"]),
                         str(r["state"]),
                         str(r["commit"] or "")[:7],
-                        str(len(r["lines"])),  # type: ignore[arg-type]
+                        str(len(r["lines"])),
                         str(r["message"] or "")[:50],
                     ]
                     for r in rows
@@ -93,7 +85,9 @@ def list_changesets(args: argparse.Namespace) -> int:
 
 def show(args: argparse.Namespace) -> int:
     with common.transaction(args) as (_, session):
-        data = _json(session, changesets.get(session, common.parse_id(args.id, "change set")))
+        data = views.changeset_of(
+            session, changesets.get(session, common.parse_id(args.id, "change set"))
+        )
     if args.json:
         output.print_json({"changeset": data})
     else:
@@ -106,7 +100,7 @@ def apply(args: argparse.Namespace) -> int:
         who = common.actor(args, session)
         changeset = changesets.get(session, common.parse_id(args.id, "change set"))
         result = applying.apply(session, ctx, changeset, requester=who)
-        data = _json(session, changeset)
+        data = views.changeset_of(session, changeset)
         deployments = [views.deployment(d) for d in result.deployments]
         ended = views.ended(result.ended)
     if result.refused:
@@ -127,7 +121,7 @@ def discard(args: argparse.Namespace) -> int:
         who = common.actor(args, session)
         changeset = changesets.get(session, common.parse_id(args.id, "change set"))
         changesets.discard(session, ctx.clock, changeset, f"Discarded by {who}", actor=who)
-        data = _json(session, changeset)
+        data = views.changeset_of(session, changeset)
     if args.json:
         output.print_json({"changeset": data})
     else:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
 from reconciler import bootstrap, settings
+from reconciler.admin import members
 from reconciler.cli import output
 from reconciler.context import Context
 from reconciler.errors import NotFoundError
@@ -84,8 +85,6 @@ def add_as(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
 
 def actor(args: argparse.Namespace, session: Session) -> str:
     """The member named by ``--as`` (who must exist), or ``cli`` when none is given."""
-    from reconciler.admin import members
-
     name: str | None = getattr(args, "actor", None)
     if name is None:
         return "cli"
@@ -115,7 +114,3 @@ def command(
         "--config", metavar="FILE", default=argparse.SUPPRESS, help="a nebula-server.toml"
     )
     return parser
-
-
-def yes_no(value: Any) -> str:
-    return "yes" if value else "no"

@@ -18,22 +18,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=validate)
 
 
-def _read(path: str) -> str:
+def read_source(path: str) -> str:
+    """A nebula.toml's text; a missing or unreadable file is one error line and exit 1."""
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SystemExit(_fail(f"{path}: no such file")) from None
+        raise SystemExit(fail(f"{path}: no such file")) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SystemExit(_fail(f"{path}: cannot read it ({exc.__class__.__name__})")) from None
+        raise SystemExit(fail(f"{path}: cannot read it ({exc.__class__.__name__})")) from None
 
 
-def _fail(message: str) -> int:
+def fail(message: str) -> int:
     output.error(message)
     return output.EXIT_REFUSED
 
 
 def validate(args: argparse.Namespace) -> int:
-    text = _read(args.path)
+    text = read_source(args.path)
     project, problems = validation.check(text, args.path)
     errors = [p for p in problems if p.severity is Severity.ERROR]
     if args.json:

@@ -12,6 +12,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from reconciler.clock import utc
+
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -29,8 +31,6 @@ def iso(value: datetime | None) -> str | None:
     """ISO 8601 UTC with a ``Z``, as the JSON contract says."""
     if value is None:
         return None
-    from reconciler.clock import utc
-
     return utc(value).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -13,7 +13,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from reconciler.cli import output
+from reconciler.cli import files, output
 from reconciler.model import validation
 from reconciler.model.problems import Severity
 from renderers import capabilities, manifests, schemas
@@ -76,7 +76,7 @@ def slugify(text: str) -> str:
 
 
 def render(args: argparse.Namespace) -> int:
-    text = _read(args.path)
+    text = files.read_source(args.path)
     project, problems = validation.check(text, args.path)
     for problem in problems:
         sys.stderr.write(f"{problem}\n")
@@ -87,12 +87,12 @@ def render(args: argparse.Namespace) -> int:
     config = project.environment(args.env)
     if config is None:
         declared = ", ".join(project.environment_names) or "none"
-        return _fail(f"{args.path} has no environment '{args.env}' (declared: {declared})")
+        return files.fail(f"{args.path} has no environment '{args.env}' (declared: {declared})")
     units = None
     if args.service is not None:
         if config.unit(args.service) is None:
             known = ", ".join(config.unit_names) or "none"
-            return _fail(
+            return files.fail(
                 f"{args.path} has no service or database '{args.service}' (known: {known})"
             )
         units = [args.service]
@@ -121,20 +121,6 @@ def _write(directory: Path, rendered: manifests.Manifests) -> int:
             name = f"{index:03d}-{manifest.kind.lower()}-{manifest.name}.yaml"
             (directory / name).write_text(manifest.text, encoding="utf-8")
     except OSError as exc:
-        return _fail(f"cannot write to {directory}: {exc.strerror or exc.__class__.__name__}")
+        return files.fail(f"cannot write to {directory}: {exc.strerror or exc.__class__.__name__}")
     print(f"wrote {len(rendered)} objects to {directory}")
     return output.EXIT_OK
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SystemExit(_fail(f"{path}: no such file")) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SystemExit(_fail(f"{path}: cannot read it ({exc.__class__.__name__})")) from None
-
-
-def _fail(message: str) -> int:
-    output.error(message)
-    return output.EXIT_REFUSED

@@ -5,10 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 
 
-def release_name(number: int) -> str:
-    return f"r-{number}"
-
-
 def superseded_by(release: str) -> str:
     return f"Superseded by {release}"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from reconciler.core.states import LineKind, ServiceKind
 from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec, Unit
@@ -154,11 +153,3 @@ def plan(
 def _field_order(field: str) -> tuple[int, str]:
     # The image first: it is what a reviewer looks for; then everything else by name.
     return (0 if field == "image" else 1, field)
-
-
-def as_json_value(value: Any) -> Value:
-    if value is None or isinstance(value, str | int | bool):
-        return value
-    if isinstance(value, list | tuple):
-        return [str(v) for v in value]
-    return str(value)

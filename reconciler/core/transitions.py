@@ -100,7 +100,6 @@ A = ApprovalState
 APPROVAL_MOVES: dict[ApprovalState, frozenset[ApprovalState]] = {
     A.PENDING: frozenset({A.APPROVED, A.REJECTED, A.EXPIRED, A.CANCELLED}),
 }
-INITIAL_APPROVAL_STATES = frozenset({A.PENDING, A.APPROVED})
 
 
 def check_changeset(before: ChangeSetState, after: ChangeSetState) -> ChangeSetState:

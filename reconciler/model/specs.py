@@ -8,7 +8,7 @@ never the raw TOML.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -195,7 +195,3 @@ class ProjectFile:
     @property
     def environment_names(self) -> tuple[str, ...]:
         return tuple(e.name for e in self.environments)
-
-
-def frozen_mapping(items: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(items.items()))

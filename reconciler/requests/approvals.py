@@ -25,6 +25,7 @@ from reconciler.engine import recording
 from reconciler.errors import NotFoundError
 from reconciler.settings import Settings
 from reconciler.store import events, schema
+from reconciler.store.listing import rows as listing_rows
 
 
 def evaluate(
@@ -151,11 +152,10 @@ def cancel_for(
     return approval
 
 
-def listing(session: Session, project_id: int | None = None) -> list[schema.Approval]:
-    query = select(schema.Approval).order_by(schema.Approval.id)
-    if project_id is not None:
-        query = query.where(schema.Approval.project_id == project_id)
-    return list(session.scalars(query))
+def listing(
+    session: Session, project_id: int | None = None, state: ApprovalState | None = None
+) -> list[schema.Approval]:
+    return listing_rows(session, schema.Approval, project_id, state)
 
 
 def due(session: Session, clock: Clock) -> list[schema.Approval]:

@@ -22,6 +22,7 @@ from reconciler.engine import recording
 from reconciler.errors import ConflictError, NotFoundError
 from reconciler.requests import approvals
 from reconciler.store import events, schema
+from reconciler.store.listing import rows as listing_rows
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,10 @@ def open_for(session: Session, environment_id: int, owner: str) -> list[schema.C
     )
 
 
-def listing(session: Session, project_id: int | None = None) -> list[schema.ChangeSet]:
-    query = select(schema.ChangeSet).order_by(schema.ChangeSet.id)
-    if project_id is not None:
-        query = query.where(schema.ChangeSet.project_id == project_id)
-    return list(session.scalars(query))
+def listing(
+    session: Session, project_id: int | None = None, state: ChangeSetState | None = None
+) -> list[schema.ChangeSet]:
+    return listing_rows(session, schema.ChangeSet, project_id, state)
 
 
 def deployments_of(session: Session, changeset_id: int) -> list[schema.Deployment]:

@@ -27,7 +27,33 @@ class EventKind(StrEnum):
     UNIT = "unit"  # a service or database: removed, torn down, back in the file
 
 
-def _add(session: Session, event: schema.Event) -> schema.Event:
+Subject = schema.Deployment | schema.ChangeSet | schema.Approval | schema.Unit | schema.Project
+
+
+def _record(
+    session: Session,
+    at: datetime,
+    kind: EventKind,
+    subject: Subject,
+    message: str | None,
+    actor: str | None,
+) -> schema.Event:
+    """An event of ``subject`` at the state it is in now; its ids come from the row."""
+    event = schema.Event(at=at, kind=kind, message=message, actor=actor)
+    if isinstance(subject, schema.Project):
+        event.project_id, event.state = subject.id, subject.blocker
+    else:
+        event.project_id, event.environment_id = subject.project_id, subject.environment_id
+        if isinstance(subject, schema.Unit):
+            event.state = subject.status
+        else:
+            event.state = subject.state
+    if isinstance(subject, schema.Deployment):
+        event.deployment_id = subject.id
+    elif isinstance(subject, schema.ChangeSet):
+        event.changeset_id = subject.id
+    elif isinstance(subject, schema.Approval):
+        event.approval_id = subject.id
     session.add(event)
     return event
 
@@ -41,89 +67,30 @@ def deployment(
     actor: str | None = None,
     kind: EventKind = EventKind.DEPLOYMENT,
 ) -> schema.Event:
-    """An event of ``d`` at the state it is in now."""
-    return _add(
-        session,
-        schema.Event(
-            at=at,
-            kind=kind,
-            project_id=d.project_id,
-            environment_id=d.environment_id,
-            deployment_id=d.id,
-            state=d.state,
-            message=message,
-            actor=actor,
-        ),
-    )
+    return _record(session, at, kind, d, message, actor)
 
 
 def changeset(
     session: Session, at: datetime, c: schema.ChangeSet, message: str | None, *, actor: str | None
 ) -> schema.Event:
-    """An event of ``c`` at the state it is in now."""
-    return _add(
-        session,
-        schema.Event(
-            at=at,
-            kind=EventKind.CHANGESET,
-            project_id=c.project_id,
-            environment_id=c.environment_id,
-            changeset_id=c.id,
-            state=c.state,
-            message=message,
-            actor=actor,
-        ),
-    )
+    return _record(session, at, EventKind.CHANGESET, c, message, actor)
 
 
 def approval(
     session: Session, at: datetime, a: schema.Approval, message: str | None, *, actor: str | None
 ) -> schema.Event:
-    """An event of ``a`` at the state it is in now."""
-    return _add(
-        session,
-        schema.Event(
-            at=at,
-            kind=EventKind.APPROVAL,
-            project_id=a.project_id,
-            environment_id=a.environment_id,
-            approval_id=a.id,
-            state=a.state,
-            message=message,
-            actor=actor,
-        ),
-    )
+    return _record(session, at, EventKind.APPROVAL, a, message, actor)
 
 
 def project_blocker(
     session: Session, at: datetime, p: schema.Project, message: str
 ) -> schema.Event:
     """``p``'s blocker as it is now: set (its name is the state) or cleared (no state)."""
-    return _add(
-        session,
-        schema.Event(
-            at=at,
-            kind=EventKind.PROJECT_BLOCKER,
-            project_id=p.id,
-            state=p.blocker,
-            message=message,
-        ),
-    )
+    return _record(session, at, EventKind.PROJECT_BLOCKER, p, message, None)
 
 
 def unit(
     session: Session, at: datetime, u: schema.Unit, message: str, *, actor: str | None = None
 ) -> schema.Event:
-    """An event of a service or database at the status it has now."""
-    return _add(
-        session,
-        schema.Event(
-            at=at,
-            kind=EventKind.UNIT,
-            project_id=u.project_id,
-            environment_id=u.environment_id,
-            state=u.status,
-            message=message,
-            actor=actor,
-        ),
-    )
+    """A service or database at the status it has now (removed, torn down, back)."""
+    return _record(session, at, EventKind.UNIT, u, message, actor)

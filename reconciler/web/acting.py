@@ -10,10 +10,11 @@ before anything else, so an anonymous caller learns nothing about what exists.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Depends, Path
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from reconciler import views
@@ -36,6 +37,12 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 Name = Annotated[str, Path(pattern=models.NAME_PATTERN, max_length=40)]
 Id = Annotated[str, Path(max_length=40, description="a numeric id, as a string")]
 ACTING = documented(401, 403, 404, 409, 422)
+Route = TypeVar("Route", bound=Callable[..., Any])
+
+
+def _post(path: str, model: type[BaseModel], summary: str) -> Callable[[Route], Route]:
+    """A write route: the model it answers with, and 401/403/404/409/422 documented."""
+    return router.post(path, response_model=model, responses=ACTING, summary=summary)
 
 
 def _member(
@@ -58,12 +65,22 @@ def _act(
     return data
 
 
-def _requested(result: actions.Requested) -> dict[str, Any]:
-    return {
-        "deployment": views.deployment(result.deployment),
-        "approval": views.approval(result.approval) if result.approval else None,
-        "ended": views.ended(result.ended),
-    }
+def _request(
+    state: AppState,
+    credentials: HTTPAuthorizationCredentials | None,
+    ask: Callable[[Session, Context, str], actions.Requested],
+) -> dict[str, Any]:
+    """A rollback, promotion or redeploy, answered as ``models.Requested``."""
+
+    def act(session: Session, ctx: Context, who: str) -> dict[str, Any]:
+        result = ask(session, ctx, who)
+        return {
+            "deployment": views.deployment(result.deployment),
+            "approval": views.approval(result.approval) if result.approval else None,
+            "ended": views.ended(result.ended),
+        }
+
+    return _act(state, credentials, act)
 
 
 def _decide(
@@ -89,21 +106,15 @@ def _decide(
     return _act(state, credentials, decide)
 
 
-@router.post(
-    "/approvals/{approval_id}/approve",
-    response_model=models.Decided,
-    responses=ACTING,
-    summary="Approve a pending request (admin or owner)",
+@_post(
+    "/approvals/{approval_id}/approve", models.Decided, "Approve a pending request (admin or owner)"
 )
 def approve(approval_id: Id, state: State, credentials: Credentials) -> dict[str, Any]:
     return _decide(state, credentials, approval_id, approve=True)
 
 
-@router.post(
-    "/approvals/{approval_id}/reject",
-    response_model=models.Decided,
-    responses=ACTING,
-    summary="Reject a pending request (admin or owner)",
+@_post(
+    "/approvals/{approval_id}/reject", models.Decided, "Reject a pending request (admin or owner)"
 )
 def reject(
     approval_id: Id,
@@ -116,65 +127,55 @@ def reject(
     )
 
 
-@router.post(
+@_post(
     "/projects/{slug}/services/{service}/rollback",
-    response_model=models.Requested,
-    responses=ACTING,
-    summary="Roll back to a retained release (default: the previous one)",
+    models.Requested,
+    "Roll back to a retained release (default: the previous one)",
 )
 def rollback(
     slug: Name, service: Name, body: models.Rollback, state: State, credentials: Credentials
 ) -> dict[str, Any]:
-    return _act(
+    return _request(
         state,
         credentials,
-        lambda session, ctx, who: _requested(
-            actions.rollback(session, ctx, slug, service, body.environment, body.to, who)
-        ),
+        lambda s, c, who: actions.rollback(s, c, slug, service, body.environment, body.to, who),
     )
 
 
-@router.post(
+@_post(
     "/projects/{slug}/services/{service}/promote",
-    response_model=models.Requested,
-    responses=ACTING,
-    summary="Promote the source environment's active release to the target environment",
+    models.Requested,
+    "Promote the source environment's active release to the target environment",
 )
 def promote(
     slug: Name, service: Name, body: models.Promote, state: State, credentials: Credentials
 ) -> dict[str, Any]:
-    return _act(
+    return _request(
         state,
         credentials,
-        lambda session, ctx, who: _requested(
-            actions.promote(session, ctx, slug, service, body.source, body.target, who)
-        ),
+        lambda s, c, who: actions.promote(s, c, slug, service, body.source, body.target, who),
     )
 
 
-@router.post(
+@_post(
     "/projects/{slug}/services/{service}/redeploy",
-    response_model=models.Requested,
-    responses=ACTING,
-    summary="A new release from the image active now",
+    models.Requested,
+    "A new release from the image active now",
 )
 def redeploy(
     slug: Name, service: Name, body: models.Redeploy, state: State, credentials: Credentials
 ) -> dict[str, Any]:
-    return _act(
+    return _request(
         state,
         credentials,
-        lambda session, ctx, who: _requested(
-            actions.redeploy(session, ctx, slug, service, body.environment, who)
-        ),
+        lambda s, c, who: actions.redeploy(s, c, slug, service, body.environment, who),
     )
 
 
-@router.post(
+@_post(
     "/deployments/{deployment_id}/cancel",
-    response_model=models.Cancelled,
-    responses=ACTING,
-    summary="Cancel a deployment that has not taken traffic",
+    models.Cancelled,
+    "Cancel a deployment that has not taken traffic",
 )
 def cancel(deployment_id: Id, state: State, credentials: Credentials) -> dict[str, Any]:
     return _act(

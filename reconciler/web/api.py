@@ -6,15 +6,17 @@ value). Listings take the CLI's filters as query parameters.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query
+from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler import views
 from reconciler.admin import projects
-from reconciler.core.states import ApprovalState, ApprovalTarget, ChangeSetState
+from reconciler.core.states import ApprovalState, ChangeSetState
 from reconciler.errors import NotFoundError
 from reconciler.requests import approvals, changesets
 from reconciler.store import schema
@@ -23,6 +25,7 @@ from reconciler.web.appstate import AppState, get_state, parse_id
 from reconciler.web.error_responses import documented
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
+Route = TypeVar("Route", bound=Callable[..., Any])
 State = Annotated[AppState, Depends(get_state)]
 Slug = Annotated[str, Path(pattern=models.NAME_PATTERN, max_length=40)]
 ProjectFilter = Annotated[
@@ -34,33 +37,28 @@ ChangeSetFilter = Annotated[ChangeSetState | None, Query(alias="state")]
 ApprovalFilter = Annotated[ApprovalState | None, Query(alias="state")]
 
 
+def _get(path: str, model: type[BaseModel], summary: str) -> Callable[[Route], Route]:
+    """A read route: the model it answers with, and 404/422 documented."""
+    return router.get(path, response_model=model, responses=documented(404, 422), summary=summary)
+
+
 def _project_id(session: Session, slug: str | None) -> int | None:
     return projects.get(session, slug).id if slug is not None else None
 
 
-@router.get("/projects", response_model=models.ProjectList, summary="Registered projects")
+@_get("/projects", models.ProjectList, "Registered projects")
 def list_projects(state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         return {"projects": [views.project(p) for p in projects.listing(session)]}
 
 
-@router.get(
-    "/projects/{slug}",
-    response_model=models.ProjectOne,
-    responses=documented(404, 422),
-    summary="One project",
-)
+@_get("/projects/{slug}", models.ProjectOne, "One project")
 def get_project(slug: Slug, state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         return {"project": views.project(projects.get(session, slug))}
 
 
-@router.get(
-    "/status",
-    response_model=models.StatusList,
-    responses=documented(404, 422),
-    summary="Active releases and in-flight deployments (nebula status)",
-)
+@_get("/status", models.StatusList, "Active releases and in-flight deployments (nebula status)")
 def status(state: State, project: ProjectFilter = None, env: NameFilter = None) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         rows = [projects.get(session, project)] if project else projects.listing(session)
@@ -69,22 +67,12 @@ def status(state: State, project: ProjectFilter = None, env: NameFilter = None) 
         return {"projects": [views.project_status(session, p, env) for p in rows]}
 
 
-@router.get(
-    "/projects/{slug}/status",
-    response_model=models.StatusList,
-    responses=documented(404, 422),
-    summary="One project's status (nebula status SLUG)",
-)
+@_get("/projects/{slug}/status", models.StatusList, "One project's status (nebula status SLUG)")
 def project_status(slug: Slug, state: State, env: NameFilter = None) -> dict[str, Any]:
     return status(state, slug, env)
 
 
-@router.get(
-    "/deployments",
-    response_model=models.DeploymentList,
-    responses=documented(404, 422),
-    summary="Deployments, newest last (nebula deployments)",
-)
+@_get("/deployments", models.DeploymentList, "Deployments, newest last (nebula deployments)")
 def list_deployments(
     state: State,
     project: ProjectFilter = None,
@@ -109,11 +97,10 @@ def list_deployments(
         return {"deployments": [views.deployment(d) for d in reversed(rows)]}
 
 
-@router.get(
+@_get(
     "/deployments/{deployment_id}",
-    response_model=models.DeploymentOne,
-    responses=documented(404, 422),
-    summary="One deployment with its events (nebula deployment show)",
+    models.DeploymentOne,
+    "One deployment with its events (nebula deployment show)",
 )
 def get_deployment(deployment_id: Id, state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
@@ -123,66 +110,32 @@ def get_deployment(deployment_id: Id, state: State) -> dict[str, Any]:
         return {"deployment": views.deployment_with_events(session, d)}
 
 
-@router.get(
-    "/changesets",
-    response_model=models.ChangeSetList,
-    responses=documented(404, 422),
-    summary="Change sets with their lines (nebula changesets)",
-)
+@_get("/changesets", models.ChangeSetList, "Change sets with their lines (nebula changesets)")
 def list_changesets(
     state: State, project: ProjectFilter = None, state_: ChangeSetFilter = None
 ) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
-        rows = changesets.listing(session, _project_id(session, project))
-        return {
-            "changesets": [
-                views.changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
-                for c in rows
-                if state_ is None or c.state == state_.value
-            ]
-        }
+        rows = changesets.listing(session, _project_id(session, project), state_)
+        return {"changesets": [views.changeset_of(session, c) for c in rows]}
 
 
-@router.get(
-    "/changesets/{changeset_id}",
-    response_model=models.ChangeSetOne,
-    responses=documented(404, 422),
-    summary="One change set (nebula changeset show)",
-)
+@_get("/changesets/{changeset_id}", models.ChangeSetOne, "One change set (nebula changeset show)")
 def get_changeset(changeset_id: Id, state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         c = changesets.get(session, parse_id(changeset_id, "change set"))
-        return {
-            "changeset": views.changeset(
-                c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id)
-            )
-        }
+        return {"changeset": views.changeset_of(session, c)}
 
 
-@router.get(
-    "/approvals",
-    response_model=models.ApprovalList,
-    responses=documented(404, 422),
-    summary="Pending and decided approvals (nebula approvals)",
-)
+@_get("/approvals", models.ApprovalList, "Pending and decided approvals (nebula approvals)")
 def list_approvals(
     state: State, project: ProjectFilter = None, state_: ApprovalFilter = None
 ) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
-        rows = approvals.listing(session, _project_id(session, project))
-        return {
-            "approvals": [
-                views.approval(a) for a in rows if state_ is None or a.state == state_.value
-            ]
-        }
+        rows = approvals.listing(session, _project_id(session, project), state_)
+        return {"approvals": [views.approval(a) for a in rows]}
 
 
-@router.get(
-    "/approvals/{approval_id}",
-    response_model=models.ApprovalOne,
-    responses=documented(404, 422),
-    summary="One approval",
-)
+@_get("/approvals/{approval_id}", models.ApprovalOne, "One approval")
 def get_approval(approval_id: Id, state: State) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         return {

@@ -257,10 +257,7 @@ def recent_changesets(session: Session, project_id: int, limit: int = 10) -> lis
         .order_by(schema.ChangeSet.id.desc())
         .limit(limit)
     )
-    return [
-        views.changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
-        for c in rows
-    ]
+    return [views.changeset_of(session, c) for c in rows]
 
 
 def recent_deployments(session: Session, project_id: int, limit: int = 15) -> list[dict[str, Any]]:
