@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reconciler.errors import ConfigurationError
+from reconciler.errors import Blocker, ConfigurationError
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class SecretValues:
         project, _, env = self.where.partition("/")
         raise ConfigurationError(
             f"Secret {name} is not set{f' for {self.where}' if self.where else ''}",
-            code="configuration",
+            code=Blocker.CONFIGURATION,
             hint=f"set it with: nebula secret set {project or 'PROJECT'} {env or 'ENV'} {name}",
         )
 

@@ -118,7 +118,7 @@ def create_token(session: Session, clock: Clock, member_name: str) -> str:
 def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Member:
     """The member a bearer token belongs to; ``UnauthorizedError`` for a missing or bad one."""
     if not token:
-        raise UnauthorizedError("Missing bearer token", code="unauthorized")
+        raise UnauthorizedError("Missing bearer token")
     match = _TOKEN.match(token.strip())
     row = None
     if match is not None:
@@ -128,6 +128,6 @@ def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Me
     # Compare a digest even when no row matched, so timing does not tell which prefixes exist.
     expected = row.digest if row is not None else _digest("nbl_00000000_" + "x" * 32)
     if not hmac.compare_digest(expected, _digest(token.strip())) or row is None:
-        raise UnauthorizedError("Invalid bearer token", code="unauthorized")
+        raise UnauthorizedError("Invalid bearer token")
     row.last_used_at = clock.now()
     return row.member

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import pygit2
 
-from reconciler.errors import NebulaError, PermanentError, TransientError
+from reconciler.errors import Blocker, NebulaError, PermanentError, TransientError
 from reconciler.gitsource import failures, urls
 from reconciler.gitsource.credentials import NO_CREDENTIALS, GitCredentials, OneShotCallbacks
 from reconciler.gitsource.results import CommitInfo, GitCounters, HeadResult, Target
@@ -171,7 +171,7 @@ class GitCache:
         sees the newer head.
         """
         if not _COMMIT_ID.match(commit):
-            raise PermanentError(f"{commit!r} is not a commit id.", code="delivery")
+            raise PermanentError(f"{commit!r} is not a commit id.", code=Blocker.DELIVERY)
         remote = urls.parse(url)
         key = (remote.cache_key, commit)
         if key in self._known_commits:
@@ -187,7 +187,7 @@ class GitCache:
                     raise TransientError(
                         f"{branch} of {remote.safe} moved while {commit[:7]} was being fetched. "
                         "The next poll fetches the new head.",
-                        code="delivery",
+                        code=Blocker.DELIVERY,
                     )
         with self._guard:
             self._known_commits.add(key)
@@ -264,7 +264,7 @@ class GitCache:
             raise PermanentError(
                 f"Commit {commit[:7]} of {remote.safe} is not in the git cache; "
                 "ensure() must fetch it before it is read.",
-                code="delivery",
+                code=Blocker.DELIVERY,
             )
         return repo, found
 
@@ -338,4 +338,4 @@ def _lookup_commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit | None:
 def _as_result_error(error: NebulaError) -> TransientError | PermanentError:
     if isinstance(error, TransientError | PermanentError):
         return error
-    return PermanentError(error.message, code="delivery")
+    return PermanentError(error.message, code=Blocker.DELIVERY)

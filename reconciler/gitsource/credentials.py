@@ -16,7 +16,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import CredentialType
 
-from reconciler.errors import ConfigurationError, PermanentError
+from reconciler.errors import Blocker, ConfigurationError, PermanentError
 from reconciler.gitsource import urls
 
 # GitHub and Gitea accept any user name with a token; GitHub documents this one.
@@ -98,7 +98,7 @@ class OneShotCallbacks(pygit2.RemoteCallbacks):
             raise PermanentError(
                 f"{safe} refused the credentials Nebula sent; check the token or key for "
                 f"{self._remote.host or 'this host'} in NEBULA_GIT_CREDENTIALS.",
-                code="delivery",
+                code=Blocker.DELIVERY,
             )
         self._answered = True
         if allowed_types & CredentialType.USERPASS_PLAINTEXT:
@@ -107,20 +107,20 @@ class OneShotCallbacks(pygit2.RemoteCallbacks):
                 raise PermanentError(
                     f"{safe} refused the credentials in the URL; fix them, or remove them "
                     f"and add host=token for {self._remote.host} to NEBULA_GIT_CREDENTIALS.",
-                    code="delivery",
+                    code=Blocker.DELIVERY,
                 )
             if token is None:
                 raise PermanentError(
                     f"{safe} asks for credentials and none are configured for "
                     f"{self._remote.host}; add host=token to NEBULA_GIT_CREDENTIALS.",
-                    code="delivery",
+                    code=Blocker.DELIVERY,
                 )
             return pygit2.UserPass(username_from_url or token.username, token.token)
         if allowed_types & CredentialType.SSH_KEY:
             key = self._credentials.ssh_key
             if key is None:
                 raise PermanentError(
-                    f"{safe} needs an ssh key and none is configured.", code="delivery"
+                    f"{safe} needs an ssh key and none is configured.", code=Blocker.DELIVERY
                 )
             public = str(key.public_key) if key.public_key else None
             return pygit2.Keypair(
@@ -130,5 +130,5 @@ class OneShotCallbacks(pygit2.RemoteCallbacks):
             self._answered = False  # ssh asks for the user name first, then for the key
             return pygit2.Username(username_from_url or "git")
         raise PermanentError(
-            f"{safe} asks for a kind of credential Nebula does not support.", code="delivery"
+            f"{safe} asks for a kind of credential Nebula does not support.", code=Blocker.DELIVERY
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reconciler.errors import NebulaError, PermanentError, TransientError
+from reconciler.errors import Blocker, NebulaError, PermanentError, TransientError
 from reconciler.gitsource import urls
 
 _UNUSABLE_URL = (
@@ -46,16 +46,16 @@ def wrap(
         return PermanentError(
             f"Could not {doing} {where}: the URL cannot be used ({detail}). "
             "Fix the project's repository URL.",
-            code="delivery",
+            code=Blocker.DELIVERY,
         )
     if any(marker in lowered for marker in _REFUSED_CREDENTIALS):
         return PermanentError(
             f"Could not {doing} {where}: the credentials were refused ({detail}). "
             "Check the token for this host in NEBULA_GIT_CREDENTIALS.",
-            code="delivery",
+            code=Blocker.DELIVERY,
         )
     return TransientError(
-        f"Could not {doing} {where}: {detail}. The next poll tries again.", code="delivery"
+        f"Could not {doing} {where}: {detail}. The next poll tries again.", code=Blocker.DELIVERY
     )
 
 
@@ -63,5 +63,5 @@ def missing_path(remote: urls.RemoteUrl, doing: str) -> TransientError:
     """libgit2 calls a missing local path an "unsupported URL protocol"; say what it is."""
     return TransientError(
         f"Could not {doing} {remote.safe}: no repository at that path. The next poll tries again.",
-        code="delivery",
+        code=Blocker.DELIVERY,
     )

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import SplitResult, urlsplit
 
-from reconciler.errors import PermanentError
+from reconciler.errors import Blocker, PermanentError
 
 MASK = "***"
 
@@ -96,7 +96,7 @@ def parse(url: str) -> RemoteUrl:
     """
     text = url.strip()
     if not text:
-        raise PermanentError("The repository URL is empty.", code="delivery")
+        raise PermanentError("The repository URL is empty.", code=Blocker.DELIVERY)
     if "://" in text:
         return _parse_with_scheme(text)
     if _WINDOWS_DRIVE.match(text) or text.startswith(("/", ".", "~")):
@@ -113,20 +113,21 @@ def _parse_with_scheme(text: str) -> RemoteUrl:
         port = parts.port
     except ValueError as exc:
         raise PermanentError(
-            f"The repository URL {sanitize_url(text)} cannot be parsed: {exc}.", code="delivery"
+            f"The repository URL {sanitize_url(text)} cannot be parsed: {exc}.",
+            code=Blocker.DELIVERY,
         ) from exc
     transport = _SCHEMES.get(parts.scheme.lower())
     if transport is None:
         raise PermanentError(
             f"The repository URL {sanitize_url(text)} uses the unsupported scheme "
             f"{parts.scheme!r}; use a local path, file://, git://, http(s):// or ssh://.",
-            code="delivery",
+            code=Blocker.DELIVERY,
         )
     if transport is Transport.FILE:
         return RemoteUrl(text, transport, None)
     if not parts.hostname:
         raise PermanentError(
-            f"The repository URL {sanitize_url(text)} names no host.", code="delivery"
+            f"The repository URL {sanitize_url(text)} names no host.", code=Blocker.DELIVERY
         )
     host = parts.hostname.lower() + (f":{port}" if port is not None else "")
     return RemoteUrl(text, transport, host, _userinfo_secrets(parts, transport))

@@ -77,7 +77,7 @@ class Applier:
         ):
             raise PermanentError(
                 "a manifest without apiVersion, kind or metadata.name cannot be applied",
-                code=Blocker.CONFIGURATION.value,
+                code=Blocker.CONFIGURATION,
             )
         resource = self._discovery.resource(str(api_version), str(kind))
         target = metadata.get("namespace") or namespace
@@ -85,6 +85,6 @@ class Applier:
             raise PermanentError(
                 f"{describe(str(kind), str(metadata['name']), str(target))} is outside "
                 f"the release's namespace {namespace}",
-                code=Blocker.CONFIGURATION.value,
+                code=Blocker.CONFIGURATION,
             )
         return resource, str(metadata["name"]), str(target) if target else None

@@ -104,7 +104,7 @@ class KubernetesCluster:
         if found is None:
             raise forbidden or PermanentError(
                 f"Namespace {namespace} does not exist and the release does not create it",
-                code=Blocker.CONFIGURATION.value,
+                code=Blocker.CONFIGURATION,
             )
         if (found.get("status") or {}).get("phase") == "Terminating":
             raise TransientError(
@@ -120,7 +120,7 @@ class KubernetesCluster:
         ):
             refused = quotas.refusal(quota, needed)
             if refused is not None:
-                raise PermanentError(refused, code=Blocker.CAPACITY.value)
+                raise PermanentError(refused, code=Blocker.CAPACITY)
 
     # -- releasing ---------------------------------------------------------------------------
 
@@ -198,7 +198,7 @@ class KubernetesCluster:
         resource = self.discovery.preferred("apps", kind)
         if resource is None:
             raise PermanentError(
-                f"The cluster does not serve apps {kind}", code=Blocker.CONFIGURATION.value
+                f"The cluster does not serve apps {kind}", code=Blocker.CONFIGURATION
             )
         workload = self.transport.get(
             resource.item(name, namespace),

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from reconciler.errors import PermanentError
+from reconciler.errors import Blocker, PermanentError
 from reconciler.runtimes.kubernetes.transport import JSON, Transport
 from renderers.capabilities import Capabilities
 
@@ -40,7 +40,9 @@ class Resource:
         base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
         if self.namespaced:
             if not namespace:
-                raise PermanentError(f"{self.kind} objects need a namespace", code="configuration")
+                raise PermanentError(
+                    f"{self.kind} objects need a namespace", code=Blocker.CONFIGURATION
+                )
             return f"{base}/namespaces/{quote(namespace, safe='')}/{self.plural}"
         return f"{base}/{self.plural}"
 
@@ -67,7 +69,7 @@ class Discovery:
             raise PermanentError(
                 f"The cluster does not serve {api_version} {kind} (it serves {served}); "
                 "the release was rendered for another Kubernetes version",
-                code="configuration",
+                code=Blocker.CONFIGURATION,
             )
         return found
 
