@@ -24,6 +24,7 @@ from notifiers.facts import (
     when,
 )
 from notifiers.notifying import Message
+from reconciler.core.states import ApprovalTarget
 
 APPROVE = "nebula_approve"
 REJECT = "nebula_reject"
@@ -103,7 +104,7 @@ def decision_line(decision: Decision) -> str:
 def _request_fields(request: ApprovalRequest) -> list[str]:
     what = (
         f"change set {request.target_id}"
-        if request.target == "changeset"
+        if request.target == ApprovalTarget.CHANGESET
         else f"{request.kind} (deployment {request.target_id})"
     )
     asked = (

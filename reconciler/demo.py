@@ -31,6 +31,7 @@ from reconciler.core.states import ApprovalState, DecisionChannel
 from reconciler.requests import approvals, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
+from reconciler.store.events import EventKind
 from reconciler.web.app import create_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
@@ -91,7 +92,7 @@ class Demo:
             rows = session.execute(
                 select(schema.Event, schema.Deployment)
                 .join(schema.Deployment, schema.Deployment.id == schema.Event.deployment_id)
-                .where(schema.Event.id > self.seen_event, schema.Event.kind == "deployment")
+                .where(schema.Event.id > self.seen_event, schema.Event.kind == EventKind.DEPLOYMENT)
                 .order_by(schema.Event.id)
             ).all()
             for event, deployment in rows:

@@ -230,7 +230,7 @@ def pending_approvals(session: Session, project_id: int) -> list[dict[str, Any]]
         if a.state != ApprovalState.PENDING.value:
             continue
         item: dict[str, Any] = {"approval": views.approval(a), "lines": [], "messages": []}
-        if a.target == "changeset":
+        if a.target == ApprovalTarget.CHANGESET:
             changeset = session.get(schema.ChangeSet, a.target_id)
             if changeset is not None:
                 item["changeset"] = views.changeset(changeset, a)
