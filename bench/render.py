@@ -2,9 +2,10 @@
 
     python bench/render.py [--rounds 7] [--services 200] [--strict]
 
-Two projects: a shop-like one (a database, three services, http/worker/cron/job processes,
-references, secrets, a volume) and a generated one with ``--services`` services. For each,
-per service (its release objects plus its per-service objects), the median over rounds of:
+Two projects: a shop-like one (fixtures/projects/bench-shop: a database, three services,
+http/worker/cron/job processes, references, secrets, a volume) and a generated one with
+``--services`` services. For each, per service (its release objects plus its per-service
+objects), the median over rounds of:
 
 - render: ``Renderer.release`` + ``Renderer.service`` with an empty cache (templates compiled);
 - floor: the same templates rendered with the same values, already built, plus a CSafeLoader
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import yaml
 
+from fixtures import loading
 from reconciler.model import validation
 from renderers import capabilities, objects, releases, schemas, templating
 from renderers.manifests import Draft, Loader
@@ -39,65 +41,7 @@ RENDER_TARGET = 1.5
 CACHED_TARGET = 0.05
 DIGEST = "@sha256:" + "c" * 64
 
-SHOP = f"""
-[project]
-name = "Shop"
-[environments.staging]
-[environments.production]
-protected = true
-
-[databases.db]
-instance_size = "medium"
-
-[services.search]
-image = "registry.example.com/shop/search{DIGEST}"
-[services.search.processes.web]
-type = "http"
-port = 9200
-readiness_path = "/_health"
-[services.search.variables]
-API_KEY = "${{{{ secret.SEARCH_KEY }}}}"
-CLUSTER = "shop"
-
-[services.api]
-image = "registry.example.com/shop/api{DIGEST}"
-release_command = ["bin/migrate"]
-[services.api.processes.web]
-type = "http"
-command = ["gunicorn", "app:app", "--workers", "4"]
-port = 8080
-readiness_path = "/healthz"
-replicas = 2
-[services.api.processes.worker]
-type = "worker"
-command = ["celery", "-A", "app", "worker"]
-[services.api.processes.nightly]
-type = "cron"
-schedule = "0 3 * * *"
-command = ["bin/report"]
-[services.api.variables]
-LOG_LEVEL = "info"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-SEARCH_KEY = "${{{{ search.API_KEY }}}}"
-SEARCH_URL = "http://${{{{ host(search) }}}}"
-STRIPE_KEY = "${{{{ secret.STRIPE_KEY }}}}"
-SENTRY = "https://${{{{ secret.SENTRY_TOKEN }}}}@sentry.example.com/1"
-
-[services.files]
-image = "registry.example.com/shop/files{DIGEST}"
-[services.files.processes.web]
-type = "http"
-port = 8000
-[services.files.processes.cleanup]
-type = "job"
-command = ["bin/cleanup"]
-[services.files.variables]
-API_URL = "http://${{{{ host(api) }}}}"
-[services.files.volumes.uploads]
-mount = "/uploads"
-size = "20Gi"
-accept_downtime = true
-"""
+SHOP = loading.project("bench-shop")
 
 
 def generated(count: int) -> str:

@@ -13,6 +13,8 @@ import hashlib
 import random
 from dataclasses import dataclass, replace
 
+from fixtures import loading
+
 ENVIRONMENTS = ("staging", "production")
 UNITS = ("db", "api", "web")
 SIZES = ("small", "medium", "large")
@@ -42,48 +44,15 @@ def toml(name: str, version: Version) -> str:
     if version.invalid:
         return f'[project]\nname = "{name}"\n\n[services.api\nimage = "oops"\n'
     api_image = BROKEN_API if version.broken_api else image("api", str(version.api))
-    return f'''[project]
-name = "{name}"
-
-[environments.staging]
-
-[environments.production]
-protected = true
-
-[databases.db]
-version = "16"
-instance_size = "{SIZES[version.db_size % len(SIZES)]}"
-
-[services.api]
-image = "{api_image}"
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-readiness_path = "/healthz"
-instance_size = "nano"
-stabilization_seconds = 0
-
-[services.api.variables]
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-
-[services.web]
-image = "{image("web", "1")}"
-
-[services.web.processes.web]
-type = "http"
-port = 8080
-readiness_path = "/healthz"
-instance_size = "nano"
-stabilization_seconds = 0
-
-[services.web.variables]
-API_URL = "http://${{{{ host(api) }}}}"
-BUILD = "{version.web}"
-
-[services.web.deploy]
-depends_on = ["api"]
-'''
+    return loading.project(
+        "chaos",
+        {
+            'name = "Chaos"': f'name = "{name}"',
+            'instance_size = "small"': f'instance_size = "{SIZES[version.db_size % len(SIZES)]}"',
+            image("api", "1"): api_image,
+            'BUILD = "1"': f'BUILD = "{version.web}"',
+        },
+    )
 
 
 def next_version(current: Version, rng: random.Random) -> Version:

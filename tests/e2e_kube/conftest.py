@@ -25,7 +25,6 @@ from tests.e2e_kube.installation import KubeNebula
 from tests.e2e_kube.live import Live
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
-from tests.infra.kuberest import KubeRestError
 from tests.infra.kubeserver import KubeAPI
 from tests.runtimes.harness import http_server
 
@@ -106,11 +105,7 @@ def kube_nebula(
     if ctx.git is not None:
         ctx.git.close()
     for env in ENVIRONMENTS:
-        try:
-            kube_api.rest.delete(f"/api/v1/namespaces/{project}-{env}")
-        except KubeRestError as exc:
-            if exc.status != 404:
-                raise
+        kube_api.delete_namespace(f"{project}-{env}")
 
 
 @pytest.fixture

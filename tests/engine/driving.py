@@ -9,18 +9,10 @@ from reconciler import reconciling
 from reconciler.gitops import polling
 from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.store import schema
+from tests.engine.projects import app
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
-
-ON_THE_WAY = (
-    "pending",
-    "admitted",
-    "releasing",
-    "starting",
-    "qualifying",
-    "activating",
-    "draining",
-)
+from tests.timelines import ON_THE_WAY
 
 
 def register(nebula: Nebula, git_repo: GitRepo, text: str, slug: str = "shop") -> None:
@@ -39,6 +31,26 @@ def push(nebula: Nebula, git_repo: GitRepo, text: str, message: str = "Change") 
     """A push, polled (change sets staged and applied) without advancing any deployment."""
     git_repo.commit({"nebula.toml": text}, message)
     polling.poll(nebula.ctx)
+
+
+def approved_in_production(
+    nebula: Nebula, git_repo: GitRepo, levels: tuple[str, ...], *, settle_last: bool = True
+) -> None:
+    """Admins ada and bo, and a protected production with one release of ``app`` per level,
+    each approved by ada and settled (the last one left where the approval put it unless
+    ``settle_last``)."""
+    nebula.ok("member add ada --role admin")
+    nebula.ok("member add bo --role admin")
+    git_repo.commit({"nebula.toml": app(protected=True, level=levels[0])})
+    nebula.ok(f"project add shop --repo {git_repo.url}")
+    for level in levels:
+        if level != levels[0]:
+            push(nebula, git_repo, app(protected=True, level=level))
+        nebula.reconcile()
+        pending = [a for a in nebula.approvals() if a["state"] == "pending"]
+        nebula.ok(f"approve {pending[0]['id']} --as ada")
+        if settle_last or level != levels[-1]:
+            nebula.settle()
 
 
 def tick(nebula: Nebula, times: int = 1) -> None:

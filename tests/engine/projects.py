@@ -1,10 +1,11 @@
-"""nebula.toml texts the engine tests push, built from a few knobs so each test says only
-what it changes."""
+"""nebula.toml texts the engine tests push: fixture projects edited by a few knobs, so each test
+says only what it changes."""
 
 from __future__ import annotations
 
 import hashlib
 
+from fixtures import loading
 from reconciler.core.states import Blocker
 from tests.plugins.nebula import image
 
@@ -39,19 +40,19 @@ def app(
     secret: str | None = None,
     protected: bool = False,
 ) -> str:
-    """One environment (``staging``, or a protected ``production``) with one http service."""
-    env = (
-        "[environments.production]\nprotected = true\n" if protected else "[environments.staging]\n"
-    )
-    text = f'{env}\n[services.api]\nimage = "{api_image}"\n'
-    if release_command:
-        text += 'release_command = ["bin/migrate"]\n'
-    text += (
-        '[services.api.processes.web]\ntype = "http"\nport = 8080\nreadiness_path = "/healthz"\n'
-    )
-    text += f'[services.api.variables]\nLOG_LEVEL = "{level}"\n'
+    """One environment (``staging``, or a protected ``production``) with one http service:
+    fixtures/projects/single-api."""
+    variables = f'LOG_LEVEL = "{level}"\n'
     if secret:
-        text += f'STRIPE_KEY = "${{{{ secret.{secret} }}}}"\n'
+        variables += f'STRIPE_KEY = "${{{{ secret.{secret} }}}}"\n'
+    edits = {API: api_image, 'LOG_LEVEL = "info"\n': variables}
+    if protected:
+        edits["[environments.staging]\n"] = "[environments.production]\nprotected = true\n"
+    if release_command:
+        edits["[services.api.processes.web]\n"] = (
+            'release_command = ["bin/migrate"]\n[services.api.processes.web]\n'
+        )
+    text = loading.project("single-api", edits)
     if volume:
         text += (
             '[services.api.volumes.data]\nmount = "/data"\nsize = "5Gi"\naccept_downtime = true\n'
@@ -67,50 +68,22 @@ def stack(
     api_release_command: bool = False,
 ) -> str:
     """A database, an api that reads it (so waits for it), and a worker that depends on
-    nothing (``host(api)`` is only an address)."""
-    text = f'''
-[environments.staging]
-
-[databases.db]
-version = "{db_version}"
-
-[services.api]
-image = "{API}"
-'''
+    nothing (``host(api)`` is only an address): fixtures/projects/staging-stack."""
+    edits = {
+        'version = "16"': f'version = "{db_version}"',
+        'LOG_LEVEL = "info"\nDATABASE_URL': f'LOG_LEVEL = "{api_level}"\nDATABASE_URL',
+        'LOG_LEVEL = "info"\nAPI_URL': f'LOG_LEVEL = "{worker_level}"\nAPI_URL',
+    }
     if api_release_command:
-        text += 'release_command = ["bin/migrate"]\n'
-    return (
-        text
-        + f'''[services.api.processes.web]
-type = "http"
-port = 8080
-[services.api.variables]
-LOG_LEVEL = "{api_level}"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-
-[services.worker]
-image = "{image("worker")}"
-[services.worker.processes.main]
-type = "worker"
-[services.worker.variables]
-LOG_LEVEL = "{worker_level}"
-API_URL = "http://${{{{ host(api) }}}}"
-'''
-    )
+        edits["[services.api.processes.web]\n"] = (
+            'release_command = ["bin/migrate"]\n[services.api.processes.web]\n'
+        )
+    return loading.project("staging-stack", edits)
 
 
 def promotable(*, staging_image: str = API) -> str:
     """staging and a protected production; staging may run another image (an override)."""
-    return f'''
-[environments.staging]
-[environments.production]
-protected = true
-
-[services.api]
-image = "{API}"
-[services.api.processes.web]
-type = "http"
-port = 8080
-[services.api.environments.staging]
-image = "{staging_image}"
-'''
+    return (
+        loading.project("two-environments")
+        + f'[services.api.environments.staging]\nimage = "{staging_image}"\n'
+    )

@@ -29,31 +29,13 @@ from reconciler.store import schema
 from reconciler.store.database import Database
 from tests.engine.projects import stack
 from tests.plugins.git import GitRepo
+from tests.timelines import WITH_RELEASE, WITHOUT_RELEASE
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL_POINTS = [
     (method, when)
     for method in ("admit", "start_release_job", "start", "probe", "activate", "drain")
     for when in ("before", "after")
-]
-WITHOUT_RELEASE = [
-    "pending",
-    "admitted",
-    "starting",
-    "qualifying",
-    "activating",
-    "draining",
-    "healthy",
-]
-WITH_RELEASE = [
-    "pending",
-    "admitted",
-    "releasing",
-    "starting",
-    "qualifying",
-    "activating",
-    "draining",
-    "healthy",
 ]
 
 

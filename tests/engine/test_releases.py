@@ -6,10 +6,20 @@ from __future__ import annotations
 import pytest
 
 from reconciler.core.states import Blocker
-from tests.engine.driving import cluster, deploy_first, hold_at, latest, push, show, states
+from tests.engine.driving import (
+    approved_in_production,
+    cluster,
+    deploy_first,
+    hold_at,
+    latest,
+    push,
+    show,
+    states,
+)
 from tests.engine.projects import API, app, broken, promotable, stack
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula, image
+from tests.timelines import WITHOUT_RELEASE
 
 LEVELS = ["info", "debug", "warn", "error", "trace"]  # r-1 .. r-5
 
@@ -71,15 +81,7 @@ def test_rollback_to_each_of_the_three_retained_releases(
     assert (response["approval"], response["ended"]) == (None, [])
     nebula.settle()
     assert show(nebula, rollback["id"])["state"] == "healthy"
-    assert states(nebula, rollback["id"]) == [
-        "pending",
-        "admitted",
-        "starting",
-        "qualifying",
-        "activating",
-        "draining",
-        "healthy",
-    ]
+    assert states(nebula, rollback["id"]) == WITHOUT_RELEASE
     assert nebula.unit("staging", "api")["active_release"] == target
     assert cluster(nebula).selected_release("shop-staging", "api") == target
     assert level_served(nebula) == LEVELS[int(target[2:]) - 1]
@@ -191,17 +193,7 @@ def test_a_rollback_is_not_undone_by_a_push_that_does_not_touch_the_service(
 def test_a_protected_rollback_passes_at_once_with_rollbacks_skip_approval(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    nebula.ok("member add ada --role admin")
-    nebula.ok("member add bo --role admin")
-    git_repo.commit({"nebula.toml": app(protected=True)})
-    nebula.ok(f"project add shop --repo {git_repo.url}")
-    for level in ("info", "debug"):
-        if level != "info":
-            push(nebula, git_repo, app(protected=True, level=level))
-        nebula.reconcile()
-        pending = [a for a in nebula.approvals() if a["state"] == "pending"]
-        nebula.ok(f"approve {pending[0]['id']} --as ada")
-        nebula.settle()
+    approved_in_production(nebula, git_repo, ("info", "debug"))
     assert nebula.unit("production", "api")["active_release"] == "r-2"
     # Without the policy a rollback waits for approval.
     waiting = nebula.json("rollback shop api --env production --as bo")
@@ -267,16 +259,7 @@ def test_promote_makes_a_new_release_in_the_target_from_the_source_image(
     nebula.settle()
     production = nebula.unit("production", "api")
     assert (production["active_release"], production["image"]) == ("r-2", staged)
-    assert states(nebula, promoted["id"]) == [
-        "awaiting-approval",
-        "pending",
-        "admitted",
-        "starting",
-        "qualifying",
-        "activating",
-        "draining",
-        "healthy",
-    ]
+    assert states(nebula, promoted["id"]) == ["awaiting-approval", *WITHOUT_RELEASE]
     assert cluster(nebula).selected_release("shop-production", "api") == "r-2"
     # The source is untouched.
     assert nebula.unit("staging", "api")["active_release"] == "r-1"

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.engine.driving import deploy_first, hold_at, latest, push, show, states, tick
-from tests.engine.flaky import make_flaky
+from tests.engine.flaky import FlakyCluster, make_flaky
 from tests.engine.projects import app
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
@@ -23,14 +25,22 @@ STAGES = {
 }
 
 
-@pytest.mark.parametrize("stage", list(STAGES))
-def test_three_retries_then_it_goes_on(nebula: Nebula, git_repo: GitRepo, stage: str) -> None:
+def _second_release_with(
+    nebula: Nebula, git_repo: GitRepo, **failures: int
+) -> tuple[FlakyCluster, dict[str, Any]]:
+    """r-1 healthy, then r-2 (both with a release command) pushed and settled while the cluster
+    fails each named call that many times; the cluster and r-2 as ``deployment show`` has it."""
     deploy_first(nebula, git_repo, app(release_command=True))
-    method, _ = STAGES[stage]
-    flaky = make_flaky(nebula, **{method: 3})
+    flaky = make_flaky(nebula, **failures)
     push(nebula, git_repo, app(level="debug", release_command=True))
     nebula.settle()
-    done = show(nebula, latest(nebula, "api")["id"])
+    return flaky, show(nebula, latest(nebula, "api")["id"])
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_three_retries_then_it_goes_on(nebula: Nebula, git_repo: GitRepo, stage: str) -> None:
+    method, _ = STAGES[stage]
+    flaky, done = _second_release_with(nebula, git_repo, **{method: 3})
     assert done["state"] == "healthy"
     notes = [(e["state"], e["message"]) for e in done["events"] if e["kind"] == "deployment.note"]
     assert notes[:3] == [(stage, m) for m in RETRIES]
@@ -41,12 +51,8 @@ def test_three_retries_then_it_goes_on(nebula: Nebula, git_repo: GitRepo, stage:
 def test_a_fourth_failure_fails_with_the_stage_s_blocker(
     nebula: Nebula, git_repo: GitRepo, stage: str
 ) -> None:
-    deploy_first(nebula, git_repo, app(release_command=True))
     method, blocker = STAGES[stage]
-    flaky = make_flaky(nebula, **{method: 4})
-    push(nebula, git_repo, app(level="debug", release_command=True))
-    nebula.settle()
-    failed = show(nebula, latest(nebula, "api")["id"])
+    flaky, failed = _second_release_with(nebula, git_repo, **{method: 4})
     message = f"The cluster kept failing ({ERROR}) after 3 retries. r-1 keeps serving."
     assert (failed["state"], failed["blocker"], failed["message"]) == ("failed", blocker, message)
     assert states(nebula, failed["id"])[-2:] == [stage, "failed"]
@@ -70,11 +76,10 @@ def test_retries_back_off(nebula: Nebula, git_repo: GitRepo) -> None:
 
 
 def test_retries_are_counted_per_stage(nebula: Nebula, git_repo: GitRepo) -> None:
-    deploy_first(nebula, git_repo, app(release_command=True))
-    make_flaky(nebula, admit=3, start_release_job=3, start=3, probe=3, drain=3)
-    push(nebula, git_repo, app(level="debug", release_command=True))
-    nebula.settle()
-    assert latest(nebula, "api")["state"] == "healthy"
+    _, done = _second_release_with(
+        nebula, git_repo, admit=3, start_release_job=3, start=3, probe=3, drain=3
+    )
+    assert done["state"] == "healthy"
 
 
 def test_activation_retries_until_the_route_activation_timeout(

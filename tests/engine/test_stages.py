@@ -26,27 +26,9 @@ from tests.engine.driving import (
 from tests.engine.projects import API, app, broken
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
+from tests.timelines import WITH_RELEASE, WITHOUT_RELEASE
 
 NS = "shop-staging"
-WITHOUT_RELEASE = [
-    "pending",
-    "admitted",
-    "starting",
-    "qualifying",
-    "activating",
-    "draining",
-    "healthy",
-]
-WITH_RELEASE = [
-    "pending",
-    "admitted",
-    "releasing",
-    "starting",
-    "qualifying",
-    "activating",
-    "draining",
-    "healthy",
-]
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.driving import cluster, deploy_first, hold_at, latest, push, show, states
+from tests.engine import driving
 from tests.engine.projects import app
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
@@ -16,10 +16,10 @@ TAKING_TRAFFIC = ["activating", "draining"]
 
 def second_release_in_flight(nebula: Nebula, git_repo: GitRepo, state: str) -> str:
     """r-1 healthy, r-2 held in ``state``; returns r-2's deployment id."""
-    deploy_first(nebula, git_repo, app(release_command=True))
-    push(nebula, git_repo, app(level="debug", release_command=True), "More logs")
-    deployment = str(latest(nebula, "api")["id"])
-    hold_at(nebula, deployment, state)
+    driving.deploy_first(nebula, git_repo, app(release_command=True))
+    driving.push(nebula, git_repo, app(level="debug", release_command=True), "More logs")
+    deployment = str(driving.latest(nebula, "api")["id"])
+    driving.hold_at(nebula, deployment, state)
     return deployment
 
 
@@ -37,7 +37,7 @@ def test_a_redeploy_supersedes_one_that_has_not_taken_traffic(
         "r-3",
         "pending",
     )
-    ended = show(nebula, old)
+    ended = driving.show(nebula, old)
     assert (ended["state"], ended["blocker"], ended["message"]) == (
         "superseded",
         None,
@@ -52,26 +52,31 @@ def test_a_redeploy_supersedes_one_that_has_not_taken_traffic(
     }
     # What served keeps serving until the new one is healthy.
     assert nebula.unit("staging", "api")["active_release"] == "r-1"
-    assert cluster(nebula).selected_release("shop-staging", "api") == "r-1"
+    assert driving.cluster(nebula).selected_release("shop-staging", "api") == "r-1"
     nebula.settle()
-    assert latest(nebula, "api")["state"] == "healthy"
+    assert driving.latest(nebula, "api")["state"] == "healthy"
     assert nebula.unit("staging", "api")["active_release"] == "r-3"
-    assert states(nebula, old) == [*BEFORE_TRAFFIC[: BEFORE_TRAFFIC.index(state) + 1], "superseded"]
+    assert driving.states(nebula, old) == [
+        *BEFORE_TRAFFIC[: BEFORE_TRAFFIC.index(state) + 1],
+        "superseded",
+    ]
     # Its pods are removed.
-    names = {o["metadata"]["name"] for o in cluster(nebula).objects("shop-staging")}
+    names = {o["metadata"]["name"] for o in driving.cluster(nebula).objects("shop-staging")}
     assert not {n for n in names if n.startswith("api-r2")}
-    removed = "remove shop-staging/api r-2" in cluster(nebula).log()
+    removed = "remove shop-staging/api r-2" in driving.cluster(nebula).log()
     # Entering a stage does not call the cluster yet: releasing starts its Job on the next tick.
     assert removed is (state in ("starting", "qualifying"))
     assert not [
-        line for line in cluster(nebula).log() if line.startswith("activate") and "r-2" in line
+        line
+        for line in driving.cluster(nebula).log()
+        if line.startswith("activate") and "r-2" in line
     ]
 
 
 def test_a_push_supersedes_too(nebula: Nebula, git_repo: GitRepo) -> None:
     old = second_release_in_flight(nebula, git_repo, "qualifying")
-    push(nebula, git_repo, app(level="warn", release_command=True), "Quieter")
-    ended = show(nebula, old)
+    driving.push(nebula, git_repo, app(level="warn", release_command=True), "Quieter")
+    ended = driving.show(nebula, old)
     assert (ended["state"], ended["message"]) == ("superseded", "Superseded by r-3")
     assert ended["events"][-1]["actor"] == "shop"
     nebula.settle()
@@ -98,7 +103,7 @@ def test_one_taking_over_traffic_finishes_and_the_new_one_waits(
         "message": waiting,
     }
     nebula.settle()
-    first, second = show(nebula, old), show(nebula, new["id"])
+    first, second = driving.show(nebula, old), driving.show(nebula, new["id"])
     assert (first["state"], second["state"]) == ("healthy", "healthy")
     # r-2 finished taking over before r-3 was admitted.
     finished = first["events"][-1]["at"]
@@ -106,9 +111,9 @@ def test_one_taking_over_traffic_finishes_and_the_new_one_waits(
     assert finished <= admitted
     assert [e["message"] for e in second["events"] if e["kind"] == "deployment.note"] == [waiting]
     assert nebula.unit("staging", "api")["active_release"] == "r-3"
-    assert [line for line in cluster(nebula).log() if line.startswith(("activate", "drain"))][
-        -4:
-    ] == [
+    assert [
+        line for line in driving.cluster(nebula).log() if line.startswith(("activate", "drain"))
+    ][-4:] == [
         "activate shop-staging/api r-2",
         "drain shop-staging/api r-1",
         "activate shop-staging/api r-3",
@@ -124,7 +129,7 @@ def test_cancel_before_traffic(nebula: Nebula, git_repo: GitRepo, state: str) ->
     assert (cancelled["state"], cancelled["message"]) == ("cancelled", "Cancelled by ada")
     nebula.settle()
     assert nebula.unit("staging", "api")["active_release"] == "r-1"
-    assert cluster(nebula).selected_release("shop-staging", "api") == "r-1"
+    assert driving.cluster(nebula).selected_release("shop-staging", "api") == "r-1"
 
 
 @pytest.mark.parametrize("state", TAKING_TRAFFIC)
@@ -139,7 +144,7 @@ def test_cancel_is_refused_while_taking_over_traffic(
         "now. Roll back once it is healthy.\n",
     )
     nebula.settle()
-    assert show(nebula, old)["state"] == "healthy"
+    assert driving.show(nebula, old)["state"] == "healthy"
     again = nebula.cli(f"cancel {old}")
     assert (again.code, again.err) == (1, f"error: Deployment {old} has already ended (healthy)\n")
 
@@ -147,27 +152,18 @@ def test_cancel_is_refused_while_taking_over_traffic(
 def test_a_deployment_awaiting_approval_stops_nothing_until_approved(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    nebula.ok("member add ada --role admin")
-    nebula.ok("member add bo --role admin")
-    git_repo.commit({"nebula.toml": app(protected=True)})
-    nebula.ok(f"project add shop --repo {git_repo.url}")
-    for level in ("info", "debug", "warn"):
-        if level != "info":
-            push(nebula, git_repo, app(protected=True, level=level))
-        nebula.reconcile()
-        pending = [a for a in nebula.approvals() if a["state"] == "pending"]
-        nebula.ok(f"approve {pending[0]['id']} --as ada")
-        if level != "warn":
-            nebula.settle()
-    in_flight = latest(nebula, "api", "production")["id"]
-    hold_at(nebula, in_flight, "starting")
+    driving.approved_in_production(nebula, git_repo, ("info", "debug", "warn"), settle_last=False)
+    in_flight = driving.latest(nebula, "api", "production")["id"]
+    driving.hold_at(nebula, in_flight, "starting")
     rollback = nebula.json("rollback shop api --env production --as bo")
     assert (rollback["deployment"]["state"], rollback["ended"]) == ("awaiting-approval", [])
-    hold_at(nebula, in_flight, "qualifying")  # it carries on meanwhile
+    driving.hold_at(nebula, in_flight, "qualifying")  # it carries on meanwhile
     approved = nebula.json(f"approve {rollback['approval']['id']} --as ada")
     assert approved["ended"] == [
         {"id": in_flight, "service": "api", "release": "r-3", "state": "superseded"}
     ]
-    assert show(nebula, in_flight)["message"] == "Superseded by r-1"  # the rollback's release
+    assert (
+        driving.show(nebula, in_flight)["message"] == "Superseded by r-1"
+    )  # the rollback's release
     nebula.settle()
     assert nebula.unit("production", "api")["active_release"] == "r-1"

@@ -1,44 +1,15 @@
-"""A small project used across the git-to-change-set tests."""
+"""The project the git-to-change-set tests push: fixtures/projects/storefront."""
 
 from __future__ import annotations
 
-from tests.plugins.nebula import image
+from fixtures import loading
 
-BASE = f'''
-[project]
-name = "Shop"
-
-[environments.staging]
-[environments.production]
-protected = true
-
-[databases.db]
-
-[services.api]
-image = "{image("api")}"
-[services.api.processes.web]
-type = "http"
-port = 8080
-[services.api.variables]
-LOG_LEVEL = "info"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-
-[services.worker]
-image = "{image("worker")}"
-[services.worker.processes.main]
-type = "worker"
-[services.worker.variables]
-API_URL = "http://${{{{ host(api) }}}}"
-'''
+BASE = loading.project("storefront")
 
 
 def shop(**replacements: str) -> str:
-    text = BASE
-    for old, new in replacements.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
+    return loading.project("storefront", replacements)
 
 
 def with_log_level(level: str) -> str:
-    return BASE.replace('LOG_LEVEL = "info"', f'LOG_LEVEL = "{level}"')
+    return shop(**{'LOG_LEVEL = "info"': f'LOG_LEVEL = "{level}"'})

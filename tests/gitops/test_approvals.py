@@ -25,9 +25,7 @@ def live(nebula: Nebula, git_repo: GitRepo) -> Nebula:
     nebula.reconcile()
     pending = [a for a in nebula.approvals() if a["state"] == "pending"]
     assert len(pending) == 1
-    nebula.ok(f"approve {pending[0]['id']} --as ada")
-    nebula.settle()
-    assert nebula.unit("production", "api")["active_release"] == "r-1"
+    assert serving_once_approved(nebula, pending[0]["id"], "ada") == "r-1"
     return nebula
 
 
@@ -35,21 +33,32 @@ def pending(nebula: Nebula) -> list[dict[str, object]]:
     return [a for a in nebula.approvals() if a["state"] == "pending"]
 
 
+def pushed_and_pending(nebula: Nebula, git_repo: GitRepo) -> dict[str, object]:
+    """A push (LOG_LEVEL debug) polled, and the one approval it waits for."""
+    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
+    nebula.reconcile()
+    [approval] = pending(nebula)
+    return approval
+
+
+def serving_once_approved(nebula: Nebula, approval_id: object, decider: str) -> str:
+    """The release production's api serves once ``decider`` approved and everything settled."""
+    nebula.ok(f"approve {approval_id} --as {decider}")
+    nebula.settle()
+    return str(nebula.unit("production", "api")["active_release"])
+
+
 def test_a_push_to_production_waits_for_one_approval_for_the_change_set(
     live: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
-    live.reconcile()
-    [approval] = pending(live)
+    approval = pushed_and_pending(live, git_repo)
     assert approval["target"] == "changeset"
     assert approval["kind"] == "changeset"
     assert approval["requested_by"] == "shop"
     api = live.unit("production", "api")["deployment"]
     assert api["state"] == "awaiting-approval"
     assert api["message"] == "Waiting for approval"
-    live.ok(f"approve {approval['id']} --as ada")
-    live.settle()
-    assert live.unit("production", "api")["active_release"] == "r-2"
+    assert serving_once_approved(live, approval["id"], "ada") == "r-2"
     decided = next(a for a in live.approvals() if a["id"] == approval["id"])
     assert (decided["state"], decided["decided_by"], decided["decided_via"]) == (
         "approved",
@@ -61,9 +70,7 @@ def test_a_push_to_production_waits_for_one_approval_for_the_change_set(
 def test_reject_ends_the_change_set_and_its_deployments_rejected(
     live: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
-    live.reconcile()
-    [approval] = pending(live)
+    approval = pushed_and_pending(live, git_repo)
     out = live.ok(f"reject {approval['id']} --as ada --reason not-today --json").json
     assert out["approval"]["state"] == "rejected"
     assert out["approval"]["reason"] == "not-today"
@@ -77,9 +84,7 @@ def test_reject_ends_the_change_set_and_its_deployments_rejected(
 
 def test_only_admins_and_owners_decide(live: Nebula, git_repo: GitRepo) -> None:
     live.ok("member add mo --role member")
-    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
-    live.reconcile()
-    [approval] = pending(live)
+    approval = pushed_and_pending(live, git_repo)
     refused = live.cli(f"approve {approval['id']} --as mo")
     assert refused.code == 1
     assert refused.err == "error: Only an admin or owner can decide approvals; mo is a member.\n"
@@ -106,9 +111,7 @@ def test_a_request_by_the_only_admin_says_no_one_else_can_approve(live: Nebula) 
     assert live.unit("production", "api")["deployment"]["message"] == ONLY_ADMIN
     live.ok("member add bo --role owner")
     assert live.unit("production", "api")["deployment"]["message"] == "Waiting for approval"
-    live.ok(f"approve {out['approval']['id']} --as bo")
-    live.settle()
-    assert live.unit("production", "api")["active_release"] == "r-2"
+    assert serving_once_approved(live, out["approval"]["id"], "bo") == "r-2"
 
 
 def test_allowing_self_approval_updates_what_a_waiting_request_says(live: Nebula) -> None:
@@ -116,9 +119,7 @@ def test_allowing_self_approval_updates_what_a_waiting_request_says(live: Nebula
     assert out["deployment"]["message"] == ONLY_ADMIN
     live.ok("policy set forbid_self_approval false")
     assert live.unit("production", "api")["deployment"]["message"] == "Waiting for approval"
-    live.ok(f"approve {out['approval']['id']} --as ada")
-    live.settle()
-    assert live.unit("production", "api")["active_release"] == "r-2"
+    assert serving_once_approved(live, out["approval"]["id"], "ada") == "r-2"
 
 
 def test_requester_can_decide_when_self_approval_is_allowed(live: Nebula) -> None:
@@ -199,9 +200,7 @@ def test_a_change_set_whose_deployment_is_superseded_is_discarded_and_staged_aga
     """A redeploy approved while a push's change set waits: that change set can no longer be
     applied as staged, so it ends with its approval, and the next push proposes it again."""
     live.ok("member add bo --role admin")
-    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
-    live.reconcile()
-    [waiting] = pending(live)
+    waiting = pushed_and_pending(live, git_repo)
     changeset = next(c for c in live.changesets() if c["id"] == waiting["target_id"])
     staged = next(d for d in live.deployments() if d["state"] == "awaiting-approval")
     redeploy = live.ok("redeploy shop api --env production --as ada --json").json
@@ -235,9 +234,7 @@ def test_a_change_set_whose_deployment_is_superseded_is_discarded_and_staged_aga
 def test_an_undecided_approval_expires_and_cancels_its_target(
     live: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
-    live.reconcile()
-    [approval] = pending(live)
+    approval = pushed_and_pending(live, git_repo)
     live.clock.advance(hours=23, minutes=59)
     live.reconcile()
     assert len(pending(live)) == 1
@@ -282,9 +279,7 @@ def test_a_freeze_refuses_production_deploys_at_once_and_allows_rollbacks(live: 
 def test_a_freeze_refuses_pushes_and_approvals(live: Nebula, git_repo: GitRepo) -> None:
     live.ok("member add bo --role admin")
     live.clock.set(datetime(2026, 1, 9, 23, 0, tzinfo=UTC))  # Friday night
-    git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
-    live.reconcile()
-    [approval] = pending(live)
+    approval = pushed_and_pending(live, git_repo)
     live.ok("freeze add --days sat --from 00:00 --to 24:00 --tz UTC")
     _saturday(live)
     frozen = "Deploys to protected environments are frozen until Sun 2026-01-11 00:00 (UTC)."

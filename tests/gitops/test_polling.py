@@ -13,6 +13,12 @@ def add(nebula: Nebula, repo_url: str, slug: str = "shop") -> None:
     nebula.ok(f"project add {slug} --repo {repo_url}")
 
 
+def add_shop(nebula: Nebula, git_repo: GitRepo) -> None:
+    """The shop's first version pushed and the project registered (not polled yet)."""
+    git_repo.commit({"nebula.toml": BASE})
+    add(nebula, git_repo.url)
+
+
 def test_first_poll_stages_every_unit_as_a_first_deploy(
     nebula_any_db: Nebula, git_repo: GitRepo
 ) -> None:
@@ -39,8 +45,7 @@ def test_first_poll_stages_every_unit_as_a_first_deploy(
 
 
 def test_a_variable_change_stages_exactly_one_line(nebula: Nebula, git_repo: GitRepo) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url)
+    add_shop(nebula, git_repo)
     nebula.settle()
     git_repo.commit({"nebula.toml": with_log_level("debug")}, "More logs")
     nebula.reconcile()
@@ -61,8 +66,7 @@ def test_a_variable_change_stages_exactly_one_line(nebula: Nebula, git_repo: Git
 def test_an_unchanged_head_is_not_fetched_and_stages_nothing(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url)
+    add_shop(nebula, git_repo)
     nebula.reconcile()
     assert nebula.ctx.git is not None
     fetches, calls = nebula.ctx.git.fetches, nebula.ctx.git.remote_calls
@@ -77,8 +81,7 @@ def test_an_unchanged_head_is_not_fetched_and_stages_nothing(
 def test_two_projects_on_one_repository_cost_one_remote_call(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url, "shop")
+    add_shop(nebula, git_repo)
     add(nebula, git_repo.url, "shop-copy")
     assert nebula.ctx.git is not None
     before = nebula.ctx.git.remote_calls
@@ -89,8 +92,7 @@ def test_two_projects_on_one_repository_cost_one_remote_call(
 
 
 def test_a_force_push_is_followed(nebula: Nebula, git_repo: GitRepo) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url)
+    add_shop(nebula, git_repo)
     nebula.settle()
     rewritten = git_repo.rewrite({"nebula.toml": with_log_level("warn")}, "Squashed history")
     nebula.reconcile()
@@ -105,8 +107,7 @@ def test_a_force_push_is_followed(nebula: Nebula, git_repo: GitRepo) -> None:
 def test_a_deleted_branch_blocks_delivery_and_environments_keep_serving(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url)
+    add_shop(nebula, git_repo)
     nebula.settle()
     git_repo.commit({"nebula.toml": BASE}, branch="other")
     git_repo.delete_branch("main")
@@ -143,8 +144,7 @@ def test_an_unreachable_remote_blocks_delivery_until_it_is_back(
 def test_an_invalid_file_blocks_configuration_then_a_fixed_push_clears_it(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url)
+    add_shop(nebula, git_repo)
     nebula.settle()
     count = len(nebula.changesets())
     bad = git_repo.commit({"nebula.toml": BASE.replace("port = 8080", 'port = "eighty"')}, "Oops")
@@ -191,8 +191,7 @@ def test_polling_through_git_daemon(
 def test_a_newer_push_replaces_the_older_unapplied_change_set(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url)
+    add_shop(nebula, git_repo)
     nebula.reconcile()
     first_prod = next(c for c in nebula.changesets() if c["environment"] == "production")
     assert first_prod["state"] == "pending-approval"
@@ -219,8 +218,7 @@ def test_a_newer_push_replaces_the_older_unapplied_change_set(
 def test_removing_a_service_stages_a_removal_and_tears_it_down(
     nebula: Nebula, git_repo: GitRepo
 ) -> None:
-    git_repo.commit({"nebula.toml": BASE})
-    add(nebula, git_repo.url)
+    add_shop(nebula, git_repo)
     nebula.settle()
     without_worker = BASE.split("[services.worker]")[0]
     git_repo.commit({"nebula.toml": without_worker}, "Retire the worker")

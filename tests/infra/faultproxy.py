@@ -21,11 +21,12 @@ import socket
 import ssl
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests.infra.certs import self_signed
+from tests.infra.quiet import QuietHandler
 
 if TYPE_CHECKING:
     import kubernetes.client
@@ -255,13 +256,10 @@ class _Server(ThreadingHTTPServer):
         pass  # clients hanging up mid-stream is part of the job
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
     _conn: http.client.HTTPSConnection | None = None
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_GET(self) -> None:
         self._proxy()

@@ -10,12 +10,13 @@ import contextlib
 import ssl
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.infra.certs import self_signed
+from tests.infra.quiet import QuietHandler
 
 # (namespace, pod, container) -> the container's log, or None for an unknown container
 LogLookup = Callable[[str, str, str], "str | None"]
@@ -49,7 +50,7 @@ class LogServer(ThreadingHTTPServer):
         self.server_close()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: LogServer
 
     def do_GET(self) -> None:
@@ -65,15 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
         tail = parse_qs(url.query).get("tailLines")
         if tail:
             text = "".join(text.splitlines(keepends=True)[-int(tail[0]) :])
-        body = text.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(200, text.encode(), [("Content-Type", "text/plain")])
 
 
 def serve_logs(workdir: Path, lookup: LogLookup) -> LogServer:

@@ -86,6 +86,14 @@ class KubeAPI:
         """A fresh `kubernetes` client built from the kubeconfig file; use it in a `with`."""
         return client_from_kubeconfig(self.kubeconfig, self.context)
 
+    def delete_namespace(self, name: str) -> None:
+        """The namespace and everything in it; one that is already gone is fine."""
+        try:
+            self.rest.delete(f"/api/v1/namespaces/{name}")
+        except KubeRestError as exc:
+            if exc.status != 404:
+                raise
+
 
 def client_from_kubeconfig(path: Path, context: str) -> kubernetes.client.ApiClient:
     """A `kubernetes` client whose close() also closes its connections.

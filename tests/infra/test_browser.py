@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.infra.quiet import QuietHandler
+
 pytestmark = pytest.mark.browser
 
 PAGE = b"""<!doctype html>
@@ -15,16 +17,9 @@ PAGE = b"""<!doctype html>
 <body><h1 id="state">healthy</h1></body></html>"""
 
 
-class _Page(http.server.BaseHTTPRequestHandler):
+class _Page(QuietHandler):
     def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(200, PAGE, [("Content-Type", "text/html; charset=utf-8")])
 
 
 def test_chromium_reads_a_loopback_page(browser: Any) -> None:

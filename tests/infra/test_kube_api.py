@@ -17,8 +17,19 @@ pytestmark = pytest.mark.kube
 APPLY = "application/apply-patch+yaml"
 
 
-def config_map(data: dict[str, str]) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": data}
+def apply(
+    core: client.CoreV1Api, namespace: str, level: str, manager: str = "nebula"
+) -> client.V1ConfigMap:
+    """Server-side apply of ConfigMap ``settings`` holding ``LOG_LEVEL = level``."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings"},
+        "data": {"LOG_LEVEL": level},
+    }
+    return core.patch_namespaced_config_map(
+        "settings", namespace, body, field_manager=manager, _content_type=APPLY
+    )
 
 
 def test_kubeconfig_reaches_kubernetes_1_20(kube_api: KubeAPI) -> None:
@@ -31,20 +42,8 @@ def test_kubeconfig_reaches_kubernetes_1_20(kube_api: KubeAPI) -> None:
 def test_server_side_apply_twice_changes_nothing(kube_api: KubeAPI, kube_namespace: str) -> None:
     with kube_api.api_client() as api:
         core = client.CoreV1Api(api)
-        first = core.patch_namespaced_config_map(
-            "settings",
-            kube_namespace,
-            config_map({"LOG_LEVEL": "info"}),
-            field_manager="nebula",
-            _content_type=APPLY,
-        )
-        second = core.patch_namespaced_config_map(
-            "settings",
-            kube_namespace,
-            config_map({"LOG_LEVEL": "info"}),
-            field_manager="nebula",
-            _content_type=APPLY,
-        )
+        first = apply(core, kube_namespace, "info")
+        second = apply(core, kube_namespace, "info")
     managers = {(f.manager, f.operation) for f in first.metadata.managed_fields}
     assert managers == {("nebula", "Apply")}
     assert second.metadata.resource_version == first.metadata.resource_version
@@ -55,21 +54,9 @@ def test_server_side_apply_reports_conflicts_between_managers(
 ) -> None:
     with kube_api.api_client() as api:
         core = client.CoreV1Api(api)
-        core.patch_namespaced_config_map(
-            "settings",
-            kube_namespace,
-            config_map({"LOG_LEVEL": "info"}),
-            field_manager="nebula",
-            _content_type=APPLY,
-        )
+        apply(core, kube_namespace, "info")
         with pytest.raises(client.ApiException) as conflict:
-            core.patch_namespaced_config_map(
-                "settings",
-                kube_namespace,
-                config_map({"LOG_LEVEL": "debug"}),
-                field_manager="someone-else",
-                _content_type=APPLY,
-            )
+            apply(core, kube_namespace, "debug", manager="someone-else")
     status = json.loads(conflict.value.body)
     assert conflict.value.status == 409
     assert status["details"]["causes"] == [

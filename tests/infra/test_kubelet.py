@@ -14,6 +14,7 @@ from kubernetes import client
 from tests.infra.kubelet import TestKubelet
 from tests.infra.kubeserver import KubeAPI
 from tests.infra.podstatus import Behaviour
+from tests.infra.quiet import QuietHandler
 from tests.infra.waiting import wait_for
 
 pytestmark = pytest.mark.kube
@@ -208,16 +209,9 @@ def test_pod_logs_come_from_the_script(
     assert core.read_namespaced_pod_log(name, kube_namespace, tail_lines=1) == "applying 0002\n"
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
+class _Hello(QuietHandler):
     def do_GET(self) -> None:
-        body = f"hello from {self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(200, f"hello from {self.path}".encode())
 
 
 def test_service_proxy_reaches_a_scripted_pod_server(

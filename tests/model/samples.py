@@ -6,13 +6,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from fixtures import loading
 from reconciler.model import validation
 from reconciler.model.problems import Problem, Severity
 from reconciler.model.specs import EnvironmentConfig, ProjectFile
 
-ROOT = Path(__file__).resolve().parents[2]
-PROJECTS = ROOT / "fixtures" / "projects"
-INVALID = ROOT / "fixtures" / "invalid"
+PROJECTS = loading.PROJECTS
+INVALID = loading.INVALID
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = f"registry.example.com/shop/api@{DIGEST}"

@@ -4,58 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures import loading
 from reconciler.model.problems import Code
 from tests.model import samples
 
-# A complete file; each "#> NAME" line is where a test may write into the table above it.
-FULL = f"""\
-#> top level
-[project]
-name = "Shop"
-#> project
-
-[environments.staging]
-#> environments.staging
-
-[environments.production]
-protected = true
-
-[databases.db]
-version = "16"
-#> databases.db
-
-[databases.db.environments.production]
-instance_size = "medium"
-#> databases.db.environments.production
-
-[services.api]
-image = "registry.example.com/shop/api@{samples.DIGEST}"
-release_command = ["bin/migrate"]
-#> services.api
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-#> services.api.processes.web
-
-[services.api.volumes.data]
-mount = "/data"
-size = "5Gi"
-accept_downtime = true
-#> services.api.volumes.data
-
-[services.api.variables]
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-
-[services.api.deploy]
-depends_on = ["db"]
-#> services.api.deploy
-
-[services.api.environments.production]
-processes.web.replicas = 3
-#> services.api.environments.production
-"""
-
+# A complete file (fixtures/projects/every-table); each "#> NAME" line is where a test may write
+# into the table above it.
+FULL = loading.project("every-table")
 TABLES = [line[3:] for line in FULL.splitlines() if line.startswith("#> ")]
 
 

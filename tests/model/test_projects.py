@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import loading
 from reconciler.cli.main import main
 from reconciler.model import graph, references
 from reconciler.model.specs import InstanceSize, ProcessType, ProjectFile
@@ -15,7 +16,7 @@ PROJECTS = samples.project_fixtures()
 
 
 def load(name: str) -> ProjectFile:
-    return samples.valid((samples.PROJECTS / name / "nebula.toml").read_text(encoding="utf-8"))
+    return samples.valid(loading.project(name))
 
 
 def test_there_are_the_three_sample_projects() -> None:

@@ -15,9 +15,10 @@ from reconciler.clock import FakeClock
 from reconciler.context import Context
 from reconciler.settings import Settings
 from reconciler.web import slack as interactions
-from tests.notifiers.flows import Flow, LiveServer
+from tests.notifiers.flows import Flow
 from tests.plugins.git import GitRepo
 from tests.plugins.slack import CHANNEL_ID, SLACK_SIGNING_SECRET, SLACK_TOKEN, SlackServer
+from tests.web.world import AppServer
 
 PUBLIC_URL = "https://nebula.example.com"
 
@@ -60,7 +61,5 @@ def web(ctx: Context) -> Iterator[httpx.Client]:
     """A tiny app with only the Slack router, as the server mounts it, served by uvicorn."""
     app = FastAPI()
     app.include_router(interactions.router(ctx))
-    server = LiveServer(app).start()
-    with httpx.Client(base_url=server.url, timeout=10) as client:
+    with AppServer(app) as server, httpx.Client(base_url=server.url, timeout=10) as client:
         yield client
-    server.stop()

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from typing import Any
 
 import httpx
-import uvicorn
-from fastapi import FastAPI
 from sqlalchemy import select
 
+from fixtures import loading
 from notifiers import outbox
 from reconciler import reconciling, views
 from reconciler.admin import members, projects
@@ -30,34 +28,13 @@ def image(service: str, n: int) -> str:
 def nebula_toml(
     api: int = 1, *, log_level: str = "info", staging: bool = True, auto_deploy: bool = True
 ) -> str:
-    """A shop with a database and an api; production is protected."""
-    return f"""
-[project]
-name = "Shop"
-{"[environments.staging]" if staging else ""}
-
-[environments.production]
-protected = true
-
-[databases.db]
-engine = "postgres"
-version = "16"
-instance_size = "small"
-volume_size = "10Gi"
-
-[services.api]
-image = "{image("api", api)}"
-auto_deploy = {"true" if auto_deploy else "false"}
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-stabilization_seconds = 5
-
-[services.api.variables]
-LOG_LEVEL = "{log_level}"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-"""
+    """A shop with a database and an api; production is protected: fixtures/projects/db-and-api."""
+    edits = {image("api", 1): image("api", api), 'LOG_LEVEL = "info"': f'LOG_LEVEL = "{log_level}"'}
+    if not staging:
+        edits["[environments.staging]"] = ""
+    if not auto_deploy:
+        edits["auto_deploy = true"] = "auto_deploy = false"
+    return loading.project("db-and-api", edits)
 
 
 class Flow:
@@ -148,30 +125,3 @@ def eventually(check: Any, timeout: float = 5.0) -> Any:
         if result or time.monotonic() > deadline:
             return result
         time.sleep(0.01)
-
-
-class LiveServer:
-    """uvicorn on a free loopback port, in a thread."""
-
-    def __init__(self, app: FastAPI) -> None:
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self.url = ""
-
-    def start(self) -> LiveServer:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)

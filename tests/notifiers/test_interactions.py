@@ -19,7 +19,7 @@ from reconciler.requests import applying, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
 from reconciler.web import slack as interactions
-from tests.notifiers.flows import Flow, LiveServer, eventually, nebula_toml
+from tests.notifiers.flows import Flow, eventually, nebula_toml
 from tests.plugins.slack import (
     CHANNEL_ID,
     Fault,
@@ -27,6 +27,7 @@ from tests.plugins.slack import (
     signed_headers,
     slack_interaction,
 )
+from tests.web.world import AppServer
 
 APPROVE, REJECT = "nebula_approve", "nebula_reject"
 
@@ -287,12 +288,8 @@ def test_without_a_signing_secret_every_request_is_refused(
     app = FastAPI()
     unsigned = replace(ctx, settings=ctx.settings.with_(slack_signing_secret=""))
     app.include_router(interactions.router(unsigned))
-    server = LiveServer(app).start()
-    try:
-        with httpx.Client(base_url=server.url) as client:
-            response = flow.click(client, "U1", APPROVE, pending)
-    finally:
-        server.stop()
+    with AppServer(app) as server, httpx.Client(base_url=server.url) as client:
+        response = flow.click(client, "U1", APPROVE, pending)
     assert response.status_code == 401
     assert "NEBULA_SLACK_SIGNING_SECRET is not set" in response.json()["error"]["message"]
     assert flow.approvals()[0]["state"] == "pending"

@@ -95,13 +95,19 @@ def test_a_key_is_recorded_once(ctx: Context) -> None:
     assert [r.payload for r in rows(ctx).values()] == [FAILURE]
 
 
+def _not_sent_with(ctx: Context, slack_server: SlackServer, **settings: str) -> str:
+    """A failure notice queued, then a delivery round with ``settings`` changed that sends
+    nothing; returns the notice's key."""
+    key = failure(ctx)
+    assert outbox.deliver_due(replace(ctx, settings=ctx.settings.with_(**settings))) == 0
+    assert slack_server.calls == []
+    return key
+
+
 def test_without_a_bot_token_notices_are_kept_and_not_sent(
     ctx: Context, slack_server: SlackServer
 ) -> None:
-    key = failure(ctx)
-    quiet = replace(ctx, settings=ctx.settings.with_(slack_bot_token=""))
-    assert outbox.deliver_due(quiet) == 0
-    assert slack_server.calls == []
+    key = _not_sent_with(ctx, slack_server, slack_bot_token="")
     row = rows(ctx)[key]
     assert (row.delivered_at, row.attempts, row.last_error) == (None, 0, None)
     with ctx.db.transaction() as session:
@@ -184,10 +190,7 @@ def test_a_refusal_from_slack_is_recorded_and_the_next_notice_still_goes(
 def test_without_a_channel_nothing_is_sent_and_the_row_says_why(
     ctx: Context, slack_server: SlackServer
 ) -> None:
-    key = failure(ctx)
-    nowhere = replace(ctx, settings=ctx.settings.with_(slack_channel=""))
-    assert outbox.deliver_due(nowhere) == 0
-    assert slack_server.calls == []
+    key = _not_sent_with(ctx, slack_server, slack_channel="")
     assert rows(ctx)[key].last_error == NO_CHANNEL
 
 
@@ -232,17 +235,21 @@ def test_a_deliverer_that_died_mid_send_is_taken_over_without_a_second_post(
     assert rows(ctx)[posted].result["found"] is True  # type: ignore[index]
 
 
-def test_concurrent_deliverers_post_each_notice_once(
-    ctx: Context, slack_server: SlackServer
-) -> None:
-    wanted = [failure(ctx, n) for n in range(1, 21)]
+def _posted_by_four_deliverers(ctx: Context, slack_server: SlackServer) -> list[str]:
+    """Four deliverers at once on ``ctx``'s store; the keys of what Slack got, sorted."""
     threads = [threading.Thread(target=outbox.deliver_due, args=(ctx,)) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    keys_posted = sorted(p.args["metadata"]["event_payload"]["key"] for p in slack_server.posts)
-    assert keys_posted == sorted(wanted)
+    return sorted(p.args["metadata"]["event_payload"]["key"] for p in slack_server.posts)
+
+
+def test_concurrent_deliverers_post_each_notice_once(
+    ctx: Context, slack_server: SlackServer
+) -> None:
+    wanted = [failure(ctx, n) for n in range(1, 21)]
+    assert _posted_by_four_deliverers(ctx, slack_server) == sorted(wanted)
     assert all(r.delivered_at is not None for r in rows(ctx).values())
 
 
@@ -331,12 +338,6 @@ def test_on_postgresql_keys_are_unique_and_concurrent_deliverers_post_once(
             assert outbox.enqueue(session, shared.clock, "k", Kind.DEPLOYMENT_FAILED, FAILURE)
             assert not outbox.enqueue(session, shared.clock, "k", Kind.DEPLOYMENT_FAILED, {})
         wanted = ["k"] + [failure(shared, n) for n in range(1, 16)]
-        threads = [threading.Thread(target=outbox.deliver_due, args=(shared,)) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        posted = sorted(p.args["metadata"]["event_payload"]["key"] for p in slack_server.posts)
-        assert posted == sorted(wanted)
+        assert _posted_by_four_deliverers(shared, slack_server) == sorted(wanted)
     finally:
         shared.db.dispose()

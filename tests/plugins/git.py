@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import unquote
@@ -37,6 +37,7 @@ import pytest
 from pygit2.enums import FileMode
 
 from reconciler.gitsource import GitCache, GitCredentials
+from tests.infra.quiet import QuietHandler
 
 GIT_HTTP_TOKEN = "nbl-test-token-7f3a9c2e"
 FIRST_COMMIT_TIME = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -108,16 +109,10 @@ class GitRepo:
         return self._write(current, files, message, branch, author, when, [tip] if tip else [])
 
     def rewrite(
-        self,
-        files: Files,
-        message: str = "Rewrite history",
-        *,
-        branch: str = "main",
-        author: Author = DEFAULT_AUTHOR,
-        when: datetime | None = None,
+        self, files: Files, message: str = "Rewrite history", *, branch: str = "main"
     ) -> str:
         """A force-push: the branch now points at a new root commit holding only ``files``."""
-        return self._write({}, files, message, branch, author, when, [])
+        return self._write({}, files, message, branch, DEFAULT_AUTHOR, None, [])
 
     def reset(self, sha: str, *, branch: str = "main") -> None:
         """Point ``branch`` at any existing commit (a force-push back in history)."""
@@ -265,29 +260,20 @@ class _GitHttpd(ThreadingHTTPServer):
     requests: list[tuple[str, str, bool]]  # (method, path, authorized)
 
 
-class _GitHttpHandler(BaseHTTPRequestHandler):
+class _GitHttpHandler(QuietHandler):
     """Runs ``git http-backend`` as a CGI for every request."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out in two writes
     server: _GitHttpd
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
     def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
         body = self._read_body()
         user = self._user()
         self.server.requests.append((self.command, self.path, user is not None))
         if user is None:
-            self._reply(
-                401, [("WWW-Authenticate", 'Basic realm="git"')], b"Authentication required\n"
+            self.answer(
+                401, b"Authentication required\n", [("WWW-Authenticate", 'Basic realm="git"')]
             )
             return
         path, _, query = self.path.partition("?")
@@ -319,7 +305,9 @@ class _GitHttpHandler(BaseHTTPRequestHandler):
                 status = int(value.split()[0])
             elif name:
                 headers.append((name, value.strip()))
-        self._reply(status, headers, payload)
+        self.answer(status, payload, headers)
+
+    do_POST = do_GET
 
     def _user(self) -> str | None:
         if self.server.token is None:
@@ -341,14 +329,6 @@ class _GitHttpHandler(BaseHTTPRequestHandler):
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
-    def _reply(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
 
 
 class GitHttpServer:

@@ -20,7 +20,7 @@ import pytest
 
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
-from tests.infra.kuberest import KubeRest, KubeRestError
+from tests.infra.kuberest import KubeRest
 from tests.infra.kubeserver import ControlPlane, KubeAPI, write_kubeconfig
 from tests.infra.postgres import PostgresServer
 from tests.infra.processes import StartError
@@ -110,11 +110,7 @@ def kube_namespace(kube_api: KubeAPI) -> Iterator[str]:
         "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     )
     yield name
-    try:
-        kube_api.rest.delete(f"/api/v1/namespaces/{name}")
-    except KubeRestError as exc:
-        if exc.status != 404:
-            raise
+    kube_api.delete_namespace(name)
 
 
 @pytest.fixture(scope="session")

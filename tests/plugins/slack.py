@@ -22,11 +22,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+
+from tests.infra.quiet import QuietHandler
 
 SLACK_TOKEN = "xoxb-test-7d41c9e0a3b2"
 SLACK_SIGNING_SECRET = "slack-signing-secret-5e8f1a2b"
@@ -67,20 +69,11 @@ class _Httpd(ThreadingHTTPServer):
     state: _State
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
     server: _Httpd
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
     def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
         url = urlsplit(self.path)
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         content_type = self.headers.get("Content-Type", "").split(";")[0].strip()
@@ -112,6 +105,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
             return
         self._json(200, answer)
+
+    do_POST = do_GET
 
     def _api(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         state = self.server.state
@@ -161,13 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(
         self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", f"{content_type}; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+        content = ("Content-Type", f"{content_type}; charset=utf-8")
+        self.answer(status, body, [content, *(headers or {}).items()])
 
 
 def _args(query: str, raw: bytes, content_type: str) -> dict[str, Any]:

@@ -1,9 +1,11 @@
-"""Small nebula.toml texts and helpers the renderer tests share."""
+"""The nebula.toml texts (fixtures/projects/every-process and a worker-only one) and helpers the
+renderer tests share."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from fixtures import loading
 from reconciler.model import validation
 from reconciler.model.specs import EnvironmentConfig
 from renderers import capabilities, releases
@@ -15,75 +17,7 @@ from renderers.secrets import PLACEHOLDERS
 API_IMAGE = "registry.example.com/shop/api@sha256:" + "a" * 64
 SEARCH_IMAGE = "registry.example.com/shop/search@sha256:" + "b" * 64
 
-SHOP = f"""
-[project]
-name = "Shop"
-
-[environments.staging]
-[environments.production]
-protected = true
-
-[databases.db]
-version = "16"
-instance_size = "medium"
-volume_size = "20Gi"
-
-[services.search]
-image = "{SEARCH_IMAGE}"
-
-[services.search.processes.web]
-type = "http"
-port = 9200
-
-[services.search.variables]
-API_KEY = "${{{{ secret.SEARCH_KEY }}}}"
-REGION = "eu"
-
-[services.api]
-image = "{API_IMAGE}"
-release_command = ["bin/migrate", "--yes"]
-release_command_timeout = 300
-
-[services.api.processes.web]
-type = "http"
-command = ["gunicorn", "app:app"]
-port = 8080
-readiness_path = "/healthz"
-replicas = 2
-instance_size = "large"
-stabilization_seconds = 15
-
-[services.api.processes.worker]
-type = "worker"
-command = ["celery", "worker"]
-port = 9000
-instance_size = "nano"
-
-[services.api.processes.nightly]
-type = "cron"
-schedule = "0 3 * * *"
-command = ["bin/report"]
-
-[services.api.processes.backfill]
-type = "job"
-command = ["bin/backfill"]
-
-[services.api.variables]
-LOG_LEVEL = "info"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-SEARCH_KEY = "${{{{ search.API_KEY }}}}"
-SEARCH_URL = "http://${{{{ host(search) }}}}/v1"
-DB_HOST = "${{{{ db.PGHOST }}}}:${{{{ db.PGPORT }}}}/${{{{ db.PGDATABASE }}}}"
-
-[services.api.volumes.data]
-mount = "/data"
-size = "5Gi"
-accept_downtime = true
-
-[services.api.environments.production]
-variables = {{ LOG_LEVEL = "warn" }}
-processes.web.replicas = 4
-"""
+SHOP = loading.project("every-process")
 
 WORKER_ONLY = f"""
 [environments.staging]

@@ -15,7 +15,6 @@ from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.store.database import Database
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
-from tests.infra.kuberest import KubeRestError
 from tests.infra.kubeserver import KubeAPI
 from tests.runtimes.harness import SIMULATED_DELAY, Harness, KubernetesHarness, SimulatedHarness
 from tests.runtimes.harness import http_server as serve_http
@@ -85,11 +84,7 @@ def kube_harness(
         proxied_cluster, kube_api.rest, kubelet, fault_proxy, project, pod_http_port
     )
     yield harness
-    try:
-        kube_api.rest.delete(f"/api/v1/namespaces/{harness.namespace}")
-    except KubeRestError as exc:
-        if exc.status != 404:
-            raise
+    kube_api.delete_namespace(harness.namespace)
 
 
 @pytest.fixture(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Protocol, TypeVar
 
 from reconciler.clock import FakeClock
@@ -27,6 +27,7 @@ from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
 from tests.infra.kuberest import KubeRest, KubeRestError
 from tests.infra.podstatus import Behaviour
+from tests.infra.quiet import QuietHandler
 from tests.runtimes import releases
 from tests.runtimes.releases import Service
 
@@ -219,17 +220,10 @@ def _with_image(job: dict[str, Any], image: str) -> dict[str, Any]:
 def http_server(status: Callable[[str], int] = lambda path: 200) -> Iterator[int]:
     """A loopback HTTP server standing in for the pods' process; yields its port."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             code = status(self.path)
-            body = f"{code} {self.path}\n".encode()
-            self.send_response(code)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+            self.answer(code, f"{code} {self.path}\n".encode())
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -4,13 +4,15 @@ faults on the wire, quotas) and what the contract suite cannot see (messages, en
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from reconciler.core.states import Blocker
 from reconciler.errors import PermanentError, TransientError, UnreachableError
-from reconciler.runtimes.cluster import JobPhase, ReleaseObjects
+from reconciler.runtimes.cluster import JobPhase, JobStatus, ReleaseObjects
 from reconciler.runtimes.kubernetes import KubernetesCluster, Timeouts, connect
 from tests.infra.kuberest import KubeRestError
 from tests.infra.kubeserver import KubeAPI, write_kubeconfig
@@ -52,6 +54,22 @@ def live(harness: KubernetesHarness, manifest: dict[str, Any]) -> dict[str, Any]
     resource, name, namespace = harness.cluster.applier.locate(manifest, harness.namespace)
     found: dict[str, Any] = harness.rest.get(resource.item(name, namespace))
     return found
+
+
+@contextlib.contextmanager
+def impatient(fault_proxy: Any, hanging: str) -> Iterator[KubernetesCluster]:
+    """A client through the fault proxy that gives up after 1 s and opens a connection per
+    request, while the proxy holds the first GET matching ``hanging`` for 10 s."""
+    cluster = connect(
+        fault_proxy.context, str(fault_proxy.kubeconfig), timeouts=Timeouts(connect=1.0, read=1.0)
+    )
+    cluster.connection.api_client.set_default_header("Connection", "close")  # type: ignore[no-untyped-call]
+    fault_proxy.hang("GET", hanging, times=1, seconds=10)
+    try:
+        yield cluster
+    finally:
+        fault_proxy.clear()
+        cluster.close()
 
 
 # -- server-side apply -----------------------------------------------------------------------
@@ -162,21 +180,15 @@ def test_errors_worth_retrying_are_transient(kube_harness: KubernetesHarness, st
 def test_a_request_that_hangs_times_out_as_transient(
     kube_harness: KubernetesHarness, fault_proxy: Any
 ) -> None:
-    cluster = connect(
-        fault_proxy.context, str(fault_proxy.kubeconfig), timeouts=Timeouts(connect=1.0, read=1.0)
-    )
-    cluster.connection.api_client.set_default_header("Connection", "close")  # type: ignore[no-untyped-call]
     objects = release(kube_harness)
     kube_harness.cluster.admit(objects)
     kube_harness.cluster.start(objects)
-    fault_proxy.hang("GET", r"/deployments/api-r1$", times=1, seconds=10)
 
-    try:
-        with pytest.raises(TransientError) as failed:
-            cluster.rollout(objects)
-    finally:
-        fault_proxy.clear()
-        cluster.close()
+    with (
+        impatient(fault_proxy, hanging=r"/deployments/api-r1$") as cluster,
+        pytest.raises(TransientError) as failed,
+    ):
+        cluster.rollout(objects)
 
     assert not isinstance(failed.value, UnreachableError)
     assert str(failed.value) == (
@@ -221,20 +233,12 @@ def test_a_refused_selector_patch_keeps_the_previous_release(
 def test_a_probe_the_pod_keeps_waiting_fails_without_raising(
     kube_harness: KubernetesHarness, fault_proxy: Any
 ) -> None:
-    cluster = connect(
-        fault_proxy.context, str(fault_proxy.kubeconfig), timeouts=Timeouts(connect=1.0, read=1.0)
-    )
-    cluster.connection.api_client.set_default_header("Connection", "close")  # type: ignore[no-untyped-call]
     objects = release(kube_harness, release_command=False)
     kube_harness.cluster.admit(objects)
     kube_harness.cluster.start(objects)
-    fault_proxy.hang("GET", r"/proxy/healthz$", times=1, seconds=10)
 
-    try:
+    with impatient(fault_proxy, hanging=r"/proxy/healthz$") as cluster:
         result = cluster.probe(objects)
-    finally:
-        fault_proxy.clear()
-        cluster.close()
 
     assert not result.ok
     assert result.message == (
@@ -374,6 +378,15 @@ def test_an_exhausted_quota_is_a_capacity_blocker_when_starting(
 # -- what users read -------------------------------------------------------------------------
 
 
+def failed_release_job(harness: KubernetesHarness, objects: ReleaseObjects, what: str) -> JobStatus:
+    """The release's Job started and waited for until it fails."""
+    harness.cluster.admit(objects)
+    harness.cluster.start_release_job(objects)
+    return harness.until(
+        lambda: harness.cluster.release_job(objects), lambda s: s.phase is JobPhase.FAILED, what
+    )
+
+
 def test_messages_of_a_failed_release_command(kube_harness: KubernetesHarness) -> None:
     objects = release(kube_harness)
     kube_harness.kubelet.script(
@@ -381,14 +394,7 @@ def test_messages_of_a_failed_release_command(kube_harness: KubernetesHarness) -
         Behaviour.FAIL,
         logs="applying 0042_orders\nERROR: relation exists\n",
     )
-    kube_harness.cluster.admit(objects)
-    kube_harness.cluster.start_release_job(objects)
-
-    outcome = kube_harness.until(
-        lambda: kube_harness.cluster.release_job(objects),
-        lambda s: s.phase is JobPhase.FAILED,
-        "the failure",
-    )
+    outcome = failed_release_job(kube_harness, objects, "the failure")
 
     assert outcome.message == "Release command failed (Job api-r1-release): exit code 1 (Error)"
     assert outcome.logs_tail == "applying 0042_orders\nERROR: relation exists\n"
@@ -399,14 +405,7 @@ def test_a_release_command_whose_image_cannot_be_pulled_fails_at_once(
 ) -> None:
     objects = release(kube_harness)
     kube_harness.kubelet.script(release_command_image(objects.image), Behaviour.IMAGE_PULL)
-    kube_harness.cluster.admit(objects)
-    kube_harness.cluster.start_release_job(objects)
-
-    outcome = kube_harness.until(
-        lambda: kube_harness.cluster.release_job(objects),
-        lambda s: s.phase is JobPhase.FAILED,
-        "the failure",
-    )
+    outcome = failed_release_job(kube_harness, objects, "the failure")
 
     assert outcome.message.startswith("Release command cannot start (Job api-r1-release): ")
     assert "ErrImagePull" in outcome.message or "ImagePullBackOff" in outcome.message
@@ -415,14 +414,7 @@ def test_a_release_command_whose_image_cannot_be_pulled_fails_at_once(
 def test_the_timeout_message_names_the_deadline(kube_harness: KubernetesHarness) -> None:
     objects = release(kube_harness, release_command_timeout=1)
     kube_harness.hang_release_command(objects)
-    kube_harness.cluster.admit(objects)
-    kube_harness.cluster.start_release_job(objects)
-
-    outcome = kube_harness.until(
-        lambda: kube_harness.cluster.release_job(objects),
-        lambda s: s.phase is JobPhase.FAILED,
-        "the timeout",
-    )
+    outcome = failed_release_job(kube_harness, objects, "the timeout")
 
     assert (
         outcome.message

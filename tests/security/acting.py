@@ -6,34 +6,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
 
+from fixtures import loading
 from reconciler.admin import members
 from reconciler.requests import actions
 from reconciler.store import schema
 from reconciler.web.app import create_app
 from tests.plugins.git import GitRepo
-from tests.plugins.nebula import DIGEST_A, DIGEST_B, Nebula, image
+from tests.plugins.nebula import DIGEST_A, DIGEST_B, Nebula
 from tests.web.world import AppServer
+
+Row = TypeVar("Row", schema.Approval, schema.Deployment)
 
 ROLES = {"alice": "admin", "bob": "member", "olga": "owner", "carol": "admin"}
 
 
 def shop_toml(digest: str) -> str:
-    return f'''
-[environments.staging]
-
-[environments.production]
-protected = true
-
-[services.api]
-image = "{image("api", digest)}"
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-'''
+    return loading.project("two-environments", {DIGEST_A: digest})
 
 
 @dataclass
@@ -68,15 +60,14 @@ class Acting:
             return str(asked.deployment.id)
 
     def approval(self, approval_id: str) -> schema.Approval:
-        with self.nebula.ctx.db.transaction() as session:
-            row = session.get(schema.Approval, int(approval_id))
-            assert row is not None
-            session.expunge(row)
-            return row
+        return self._row(schema.Approval, approval_id)
 
     def deployment(self, deployment_id: str) -> schema.Deployment:
+        return self._row(schema.Deployment, deployment_id)
+
+    def _row(self, model: type[Row], row_id: str) -> Row:
         with self.nebula.ctx.db.transaction() as session:
-            row = session.get(schema.Deployment, int(deployment_id))
+            row = session.get(model, int(row_id))
             assert row is not None
             session.expunge(row)
             return row

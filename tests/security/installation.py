@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from fixtures import loading
+from reconciler import settings
 from reconciler.settings import Settings
 from tests.plugins.git import GitHttpServer, GitRepo, free_port
 from tests.plugins.nebula import DIGEST_A, DIGEST_B, DIGEST_C, image
@@ -30,46 +31,19 @@ PUBLIC_URL = "https://nebula.example.com"
 
 
 def shop_toml(api_image: str = API_GOOD, level: str = "info") -> str:
-    return f'''
-[project]
-name = "Shop"
-
-[environments.staging]
-
-[environments.production]
-protected = true
-
-[databases.db]
-
-[services.api]
-image = "{api_image}"
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-
-[services.api.variables]
-LOG_LEVEL = "{level}"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-PGPASSWORD = "${{{{ db.PGPASSWORD }}}}"
-STRIPE_KEY = "${{{{ secret.STRIPE_KEY }}}}"
-'''
+    """fixtures/projects/checkout, whose api also reads the database's password."""
+    return loading.project(
+        "checkout",
+        {
+            API_GOOD: api_image,
+            'LOG_LEVEL = "info"': f'LOG_LEVEL = "{level}"',
+            "STRIPE_KEY =": 'PGPASSWORD = "${{ db.PGPASSWORD }}"\nSTRIPE_KEY =',
+        },
+    )
 
 
 def blog_toml(level: str = "info") -> str:
-    return f'''
-[environments.staging]
-
-[services.web]
-image = "{image("blog")}"
-
-[services.web.processes.main]
-type = "http"
-port = 8000
-
-[services.web.variables]
-LOG_LEVEL = "{level}"
-'''
+    return loading.project("blog", {'LOG_LEVEL = "info"': f'LOG_LEVEL = "{level}"'})
 
 
 @dataclass
@@ -136,19 +110,8 @@ class Installation:
         return f"127.0.0.1:{self.git_token_server.port}={self.canaries.git_token}"
 
     def settings(self) -> Settings:
-        return Settings(
-            database_url=f"sqlite:///{self.state / 'nebula.db'}",
-            state_dir=self.state,
-            secret_key=self.canaries.secret_key,
-            slack_bot_token=self.canaries.slack_token,
-            slack_signing_secret=self.canaries.slack_signing_secret,
-            slack_api_url=self.slack.base_url,
-            slack_channel=CHANNEL_ID,
-            public_url=PUBLIC_URL,
-            git_credentials=self.git_credentials,
-            simulated_delay=timedelta(0),
-            simulated_faults=str(self.faults),
-        )
+        """What the in-process phase runs on: the same settings ``nebula serve`` reads."""
+        return settings.load(environ=self.serve_env())
 
     def serve_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEBULA_")}

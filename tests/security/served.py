@@ -6,70 +6,28 @@ would read it."""
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
-from tests.plugins.git import free_port
 from tests.security.crawling import crawl_api, crawl_pages, shown
 from tests.security.installation import API_NEXT, Installation, Recorded, blog_toml, shop_toml
+from tests.web.world import ServeProcess
 
 
-def nebula_command() -> list[str]:
-    found = shutil.which("nebula") or str(Path(sys.executable).with_name("nebula"))
-    if Path(found).exists():
-        return [found]
-    return [sys.executable, "-c", "from reconciler.cli.main import main; raise SystemExit(main())"]
-
-
-class Served:
-    """``nebula serve --log-level debug`` on the flow's store, stopped with SIGTERM."""
-
-    def __init__(self, inst: Installation) -> None:
-        self.inst = inst
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = inst.tmp / "serve.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Served:
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [*nebula_command(), "serve", "--port", str(self.port), "--log-level", "debug"],
-                env=self.inst.serve_env(),
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"nebula serve exited {self.process.returncode}:\n{self.logs()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self
-            time.sleep(0.1)
-        raise RuntimeError(f"nebula serve did not answer within 60 s:\n{self.logs()}")
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
-    def logs(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
+@contextlib.contextmanager
+def nebula_serve(inst: Installation) -> Iterator[ServeProcess]:
+    """``nebula serve --log-level debug`` on the flow's store, stopped with SIGTERM (and
+    killed if it takes more than 15 s: its log, recorded by the caller, says why)."""
+    served = ServeProcess(inst.serve_env(), inst.tmp / "serve.log")
+    served.start("--log-level", "debug")
+    try:
+        yield served
+    finally:
+        with contextlib.suppress(AssertionError):
+            served.stop(timeout=15)
 
 
 def serve_phase(inst: Installation, record: Recorded) -> None:
@@ -78,7 +36,7 @@ def serve_phase(inst: Installation, record: Recorded) -> None:
     inst.shop.commit({"nebula.toml": shop_toml(API_NEXT, "error")}, "Served push")
     inst.blog.commit({"nebula.toml": blog_toml("debug")}, "Served blog push")
     outputs = inst.outputs
-    with Served(inst) as served, httpx.Client(base_url=served.url, timeout=10) as http:
+    with nebula_serve(inst) as served, httpx.Client(base_url=served.url, timeout=10) as http:
 
         def get(method: str, path: str, **kwargs: Any) -> httpx.Response:
             response = http.request(method, path, **kwargs)

@@ -6,44 +6,19 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures import loading
 from reconciler import reconciling
 from tests.plugins.git import GitRepoFactory
-from tests.plugins.nebula import Nebula, image
+from tests.plugins.nebula import Nebula
 
-BLOG = f'''
-[environments.staging]
-
-[databases.blogdb]
-
-[services.search]
-image = "{image("search")}"
-
-[services.search.processes.main]
-type = "worker"
-
-[services.search.variables]
-API_KEY = "${{{{ secret.BLOG_KEY }}}}"
-'''
+BLOG = loading.project("blog-search")
 
 
 def shop(variables: str = "", extra: str = "") -> str:
-    return f'''
-[environments.staging]
-
-[environments.production]
-protected = true
-
-[services.api]
-image = "{image("api")}"
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-
-[services.api.variables]
-LOG_LEVEL = "info"
-{variables}
-{extra}'''
+    return (
+        loading.project("two-environments")
+        + f'\n[services.api.variables]\nLOG_LEVEL = "info"\n{variables}\n{extra}'
+    )
 
 
 def _two_projects(nebula: Nebula, git_repos: GitRepoFactory, shop_text: str) -> None:

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from reconciler.store import schema
 from tests.plugins.git import free_port
 from tests.plugins.nebula import Nebula
-from tests.security.served import nebula_command
+from tests.web.world import nebula_command
 
 
 def test_a_failed_statement_does_not_quote_its_values(nebula: Nebula) -> None:

@@ -11,18 +11,7 @@ from typing import Any
 import pytest
 
 from tests.plugins.git import GitRepoFactory
-from tests.web.world import (
-    API_BROKEN,
-    CANARY,
-    FAULTS_TOML,
-    SLUG,
-    ServeProcess,
-    api,
-    eventually,
-    serve_env,
-    setup_store,
-    shop_toml,
-)
+from tests.web import world
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WAIT_MS = 30_000
@@ -31,15 +20,10 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def server(tmp_path: Path, git_repos: GitRepoFactory) -> Iterator[tuple[ServeProcess, Any]]:
+def server(tmp_path: Path, git_repos: GitRepoFactory) -> Iterator[tuple[world.ServeProcess, Any]]:
     repo = git_repos.local("shop")
-    faults = tmp_path / "faults.toml"
-    faults.write_text(FAULTS_TOML, encoding="utf-8")
     # Stages take a second each, so a page can watch a deployment in flight.
-    env = serve_env(tmp_path, simulated_faults=str(faults), simulated_delay="1s")
-    repo.commit({"nebula.toml": shop_toml()}, "First version")
-    process = ServeProcess(env, tmp_path / "serve.log")
-    setup_store(env, repo.url, interval=1)
+    process, _ = world.prepare_serve(tmp_path, repo, interval=1, simulated_delay="1s")
     process.start()
     yield process, repo
     process.kill()
@@ -56,8 +40,8 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
-def _staging_api(process: ServeProcess) -> dict[str, Any]:
-    status = api(process.url, f"/api/v1/status?project={SLUG}")["projects"][0]
+def _staging_api(process: world.ServeProcess) -> dict[str, Any]:
+    status = world.api(process.url, f"/api/v1/status?project={world.SLUG}")["projects"][0]
     [unit] = [
         u
         for e in status["environments"]
@@ -66,6 +50,12 @@ def _staging_api(process: ServeProcess) -> dict[str, Any]:
         if u["name"] == "api"
     ]
     return unit  # type: ignore[no-any-return]
+
+
+def _staging_card(page: Any, process: world.ServeProcess) -> Any:
+    """The project page opened, and its card of staging's api."""
+    page.goto(f"{process.url}/projects/{world.SLUG}")
+    return page.locator("#service-staging-api")
 
 
 def _screenshots(page: Any, name: str) -> None:
@@ -79,13 +69,12 @@ def _screenshots(page: Any, name: str) -> None:
 
 
 def test_the_project_page_follows_a_deployment_to_healthy(
-    server: tuple[ServeProcess, Any], page: Any
+    server: tuple[world.ServeProcess, Any], page: Any
 ) -> None:
     from playwright.sync_api import expect
 
     process, _ = server
-    page.goto(f"{process.url}/projects/{SLUG}")
-    card = page.locator("#service-staging-api")
+    card = _staging_card(page, process)
 
     # In flight: the current stage is drawn on the path, and the page says it updates itself.
     expect(card.locator(".step.current")).to_be_visible(timeout=WAIT_MS)
@@ -107,7 +96,7 @@ def test_the_project_page_follows_a_deployment_to_healthy(
     # Variables from a secret or a database are masked references; the value is nowhere.
     page.locator("#vars-staging-api summary").click()
     expect(page.locator("#vars-staging-api")).to_contain_text("secret STRIPE_KEY")
-    assert CANARY not in page.content()
+    assert world.CANARY not in page.content()
     _screenshots(page, "project-awaiting-approval")
 
     page.locator("#service-staging-api a[href^='/deployments/']").click()
@@ -119,17 +108,18 @@ def test_the_project_page_follows_a_deployment_to_healthy(
 
 
 def test_a_failing_push_shows_its_blocker_message(
-    server: tuple[ServeProcess, Any], page: Any
+    server: tuple[world.ServeProcess, Any], page: Any
 ) -> None:
     from playwright.sync_api import expect
 
     process, repo = server
-    page.goto(f"{process.url}/projects/{SLUG}")
-    card = page.locator("#service-staging-api")
+    card = _staging_card(page, process)
     expect(card.locator("h3 .badge")).to_have_text("healthy", timeout=WAIT_MS)
 
-    repo.commit({"nebula.toml": shop_toml(api_image=API_BROKEN)}, "Broken image")
-    eventually(lambda: _staging_api(process)["deployment"], what="the push's deployment started")
+    repo.commit({"nebula.toml": world.shop_toml(api_image=world.API_BROKEN)}, "Broken image")
+    world.eventually(
+        lambda: _staging_api(process)["deployment"], what="the push's deployment started"
+    )
     page.reload()
 
     expect(card.locator("h3 .badge")).to_have_text("failed", timeout=WAIT_MS)
@@ -137,10 +127,10 @@ def test_a_failing_push_shows_its_blocker_message(
     expect(message).to_contain_text("image-pull:")
     expect(message).to_contain_text("r-1 keeps serving")
     expect(card.locator(".step.stopped")).to_have_text("starting (stopped here)")
-    assert CANARY not in page.content()
+    assert world.CANARY not in page.content()
     _screenshots(page, "project-failed")
 
     page.goto(f"{process.url}/")
-    expect(page.locator(f"#project-{SLUG}")).to_contain_text("1 failed")
+    expect(page.locator(f"#project-{world.SLUG}")).to_contain_text("1 failed")
     _screenshots(page, "overview")
     assert page.errors == []

@@ -10,6 +10,7 @@ import pytest
 
 from reconciler.web.app import SECURITY_HEADERS
 from tests.plugins.nebula import Nebula
+from tests.timelines import WITHOUT_RELEASE
 from tests.web.conftest import Shop
 from tests.web.world import API_BROKEN, CANARY, shop_toml
 
@@ -99,15 +100,7 @@ def test_the_deployment_page_has_its_timeline(shop: Shop, live: httpx.Client) ->
 
     text = _text(page.text)
     assert page.status_code == 200
-    for state in (
-        "pending",
-        "admitted",
-        "starting",
-        "qualifying",
-        "activating",
-        "draining",
-        "healthy",
-    ):
+    for state in WITHOUT_RELEASE:
         assert f"{state} " in text
     assert re.search(r"\d+ (s|min) ago \(2026-01-05 12:00:\d\d UTC\)", text)
 

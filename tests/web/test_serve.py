@@ -20,14 +20,12 @@ from tests.web.world import (
     API_BROKEN,
     API_NEXT,
     CANARY,
-    FAULTS_TOML,
     SLUG,
     ServeProcess,
     api,
     eventually,
-    serve_env,
+    prepare_serve,
     set_webhook_secret,
-    setup_store,
     shop_toml,
 )
 
@@ -53,22 +51,10 @@ class Served:
         return self.repo.commit({"nebula.toml": text}, message)
 
 
-def _prepare(
-    tmp_path: Path, repo: GitRepo, *, interval: int, **settings: str
-) -> tuple[ServeProcess, str]:
-    """A store with members, the project and its secrets, as an operator would set it up
-    (written in-process: a CLI process per step would only add seconds of imports)."""
-    faults = tmp_path / "faults.toml"
-    faults.write_text(FAULTS_TOML, encoding="utf-8")
-    env = serve_env(tmp_path, simulated_faults=str(faults), **settings)
-    repo.commit({"nebula.toml": shop_toml()}, "First version")
-    return ServeProcess(env, tmp_path / "serve.log"), setup_store(env, repo.url, interval)
-
-
 @pytest.fixture
 def served(tmp_path: Path, git_repos: GitRepoFactory) -> Iterator[Served]:
     repo = git_repos.local("shop")
-    server, token = _prepare(tmp_path, repo, interval=1)
+    server, token = prepare_serve(tmp_path, repo, interval=1)
     server.start()
     yield Served(server, repo, token)
     server.kill()
@@ -138,7 +124,7 @@ def test_sigterm_stops_within_10_s_and_the_logs_are_clean_json(served: Served) -
 
 def test_a_push_notification_polls_at_once(tmp_path: Path, git_repos: GitRepoFactory) -> None:
     repo = git_repos.local("shop")
-    server, _ = _prepare(tmp_path, repo, interval=3600)  # only the first poll, then an hour
+    server, _ = prepare_serve(tmp_path, repo, interval=3600)  # only the first poll, then an hour
     set_webhook_secret(server.env, "s3cret-hook")
     served = Served(server.start(), repo, "")
     try:
@@ -173,7 +159,7 @@ def test_a_restart_mid_deploy_resumes_where_it_stopped(
     tmp_path: Path, git_repos: GitRepoFactory
 ) -> None:
     repo = git_repos.local("shop")
-    server, _ = _prepare(tmp_path, repo, interval=1, simulated_delay="1s")
+    server, _ = prepare_serve(tmp_path, repo, interval=1, simulated_delay="1s")
     server.start()
     try:
         eventually(

@@ -20,11 +20,12 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from fixtures import loading
 from reconciler.admin import members, secrets
 from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.web.app import create_app
-from tests.plugins.git import free_port
+from tests.plugins.git import GitRepo, free_port
 from tests.plugins.nebula import DIGEST_A, DIGEST_B, image
 
 SLUG = "shop"
@@ -38,28 +39,12 @@ FAULTS_TOML = f'[images."{API_BROKEN}"]\nfail = "image-pull"\n'
 
 
 def shop_toml(*, api_image: str = API, level: str = "info", production: bool = True) -> str:
-    """staging and (optionally) a protected production; an api reading a secret and a db."""
-    text = '[project]\nname = "Shop"\n\n[environments.staging]\n'
-    if production:
-        text += "\n[environments.production]\nprotected = true\n"
-    return (
-        text
-        + f'''
-[databases.db]
-
-[services.api]
-image = "{api_image}"
-
-[services.api.processes.web]
-type = "http"
-port = 8080
-
-[services.api.variables]
-LOG_LEVEL = "{level}"
-DATABASE_URL = "${{{{ db.DATABASE_URL }}}}"
-STRIPE_KEY = "${{{{ secret.STRIPE_KEY }}}}"
-'''
-    )
+    """staging and (optionally) a protected production; an api reading a secret and a db:
+    fixtures/projects/checkout."""
+    edits = {API: api_image, 'LOG_LEVEL = "info"': f'LOG_LEVEL = "{level}"'}
+    if not production:
+        edits["\n[environments.production]\nprotected = true\n"] = ""
+    return loading.project("checkout", edits)
 
 
 @dataclass
@@ -231,6 +216,20 @@ def setup_store(env: dict[str, str], repo_url: str, interval: int, slug: str = S
     finally:
         ctx.db.dispose()
     return token
+
+
+def prepare_serve(
+    tmp_path: Path, repo: GitRepo, *, interval: int, **settings: str
+) -> tuple[ServeProcess, str]:
+    """A ``nebula serve`` (not started yet) whose simulated cluster fails ``API_BROKEN``, on a
+    store with members, the project at its first version and its canary secret, as an
+    operator would set it up (written in-process: a CLI process per step would only add
+    seconds of imports). Returns the process and alice's API token."""
+    faults = tmp_path / "faults.toml"
+    faults.write_text(FAULTS_TOML, encoding="utf-8")
+    env = serve_env(tmp_path, simulated_faults=str(faults), **settings)
+    repo.commit({"nebula.toml": shop_toml()}, "First version")
+    return ServeProcess(env, tmp_path / "serve.log"), setup_store(env, repo.url, interval)
 
 
 def set_webhook_secret(env: dict[str, str], secret: str, slug: str = SLUG) -> None:

@@ -14,6 +14,7 @@ from reconciler.core import transitions
 from reconciler.core.states import FINAL_STATES, DeploymentState
 from reconciler.core.transitions import Trigger
 from reconciler.errors import IllegalTransition
+from tests.timelines import EVERY_STATE
 
 S = DeploymentState
 T = Trigger
@@ -49,21 +50,7 @@ PAIRS = list(itertools.product(list(DeploymentState), list(Trigger)))
 
 
 def test_the_enums_are_the_spec_s_spelling() -> None:
-    assert [s.value for s in S] == [
-        "awaiting-approval",
-        "pending",
-        "admitted",
-        "releasing",
-        "starting",
-        "qualifying",
-        "activating",
-        "draining",
-        "healthy",
-        "failed",
-        "rejected",
-        "cancelled",
-        "superseded",
-    ]
+    assert [s.value for s in S] == list(EVERY_STATE)
     assert FINAL_STATES == FINALS
     assert {S.AWAITING_APPROVAL, S.PENDING} == transitions.INITIAL_STATES
 
