@@ -8,7 +8,7 @@ The runtime goes through the fault proxy, whose log is what the wire saw."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -140,7 +140,10 @@ class Frozen:
     def list(self) -> tuple[Sequence[Any], str]:
         return self._inner.list()
 
-    def watch(self, version: str, timeout_seconds: int) -> Iterator[Any]:
+    def watch(
+        self, version: str, timeout_seconds: int, connected: Callable[[], None]
+    ) -> Iterator[Any]:
+        connected()
         self._stopped.wait(30)
         yield from ()
 

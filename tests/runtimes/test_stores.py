@@ -88,7 +88,12 @@ def test_a_store_answers_nothing_until_its_first_list() -> None:
     found = store.get("api-r1")
     assert found is not None
     assert (found["kind"], found["apiVersion"]) == ("Deployment", "apps/v1")  # as a GET says
+    store.pause()  # a watch ended
+    assert not store.synced
+    store.resume()  # the next one connected
+    assert store.synced
     store.unsynced()
+    store.resume()  # a watch connecting does not make up for a list
     assert not store.synced
 
 

@@ -99,6 +99,10 @@ def source(script: Script) -> Iterator[ApiSource]:
     server.server_close()
 
 
+def connected() -> None:
+    pass
+
+
 def item(name: str, version: int) -> dict[str, Any]:
     return {"metadata": {"name": name, "resourceVersion": str(version)}}
 
@@ -131,11 +135,13 @@ def test_a_watch_yields_plain_events_and_410_in_the_stream_is_expired(
         {"type": "ERROR", "object": {"code": 410, "reason": "Expired", "message": "too old"}},
     ]
     seen = []
+    accepted: list[bool] = []
 
     with pytest.raises(Expired):
-        for event in source.watch("40", 300):
+        for event in source.watch("40", 300, lambda: accepted.append(True)):
             seen.append(event)
 
+    assert accepted == [True]  # once, as the API server accepted the watch
     assert seen == [
         {"type": "ADDED", "object": {"kind": "ConfigMap", **item("a", 41)}},
         {
@@ -161,7 +167,7 @@ def test_another_error_in_the_stream_is_ours_and_not_expired(
     ]
 
     with pytest.raises(TransientError) as raised:
-        list(source.watch("40", 300))
+        list(source.watch("40", 300, connected))
 
     assert not isinstance(raised.value, Expired)
     assert str(raised.value).startswith("Kubernetes API could not watch ConfigMap objects in ")
@@ -171,20 +177,23 @@ def test_an_error_event_that_is_no_status_is_transient(script: Script, source: A
     script.lines = [{"type": "ERROR", "object": {"code": 500}}]
 
     with pytest.raises(TransientError, match="unreadable error event"):
-        list(source.watch("40", 300))
+        list(source.watch("40", 300, connected))
 
 
 def test_a_watch_answered_410_is_expired(script: Script, source: ApiSource) -> None:
     script.watch_status = 410
+    accepted: list[bool] = []
 
     with pytest.raises(Expired):
-        list(source.watch("40", 300))
+        list(source.watch("40", 300, lambda: accepted.append(True)))
+
+    assert accepted == []
 
 
 def test_stop_cuts_a_watch_in_progress_without_an_error(script: Script, source: ApiSource) -> None:
     script.lines = [{"type": "ADDED", "object": item("a", 41)}]
     script.hold = True
-    events = source.watch("40", 300)
+    events = source.watch("40", 300, connected)
 
     first = next(events)
     source.stop()

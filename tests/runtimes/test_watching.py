@@ -5,7 +5,7 @@ how informers are started, found idle, forgotten and closed. No API server, no r
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -45,6 +45,8 @@ class ScriptedSource:
         self.lists = list(lists)
         self.streams = list(streams)
         self.watched_from: list[str] = []
+        self.before_connected: list[bool | None] = []  # was the store synced, each watch
+        self.store: Store | None = None
         self.listed = 0
         self.spent = threading.Event()
         self.stopped = threading.Event()
@@ -56,9 +58,13 @@ class ScriptedSource:
             raise listed
         return listed
 
-    def watch(self, version: str, timeout_seconds: int) -> Iterator[JSON]:
+    def watch(
+        self, version: str, timeout_seconds: int, connected: Callable[[], None]
+    ) -> Iterator[JSON]:
         assert 300 <= timeout_seconds <= 600
         self.watched_from.append(version)
+        self.before_connected.append(self.store.synced if self.store else None)
+        connected()
         if not self.streams:
             self.spent.set()
             self.stopped.wait(10)
@@ -89,6 +95,7 @@ class Waits:
 def run(source: ScriptedSource) -> tuple[Informer, Waits]:
     """Runs an informer until its source's script is spent."""
     store = Store(KINDS["Pod"], "v1")
+    source.store = store
     waits = Waits(store)
     informer = Informer(store, source, name="test-watch", wait=waits, rand=lambda: 0.5)
     informer.start()
@@ -109,9 +116,11 @@ def test_it_lists_then_applies_every_event() -> None:
     seen: list[list[str]] = []
 
     class Recording(ScriptedSource):
-        def watch(self, version: str, timeout_seconds: int) -> Iterator[JSON]:
+        def watch(
+            self, version: str, timeout_seconds: int, connected: Callable[[], None]
+        ) -> Iterator[JSON]:
             seen.append(names(informer.store))
-            yield from super().watch(version, timeout_seconds)
+            yield from super().watch(version, timeout_seconds, connected)
 
     source = Recording(
         [([pod("a", 1), pod("b", 2)], "2")],
@@ -134,10 +143,13 @@ def test_it_lists_then_applies_every_event() -> None:
 def test_a_watch_the_server_ended_goes_on_from_the_last_version_without_a_list() -> None:
     source = ScriptedSource([([pod("a", 1)], "1")], [[event("ADDED", "b", 2), bookmark(7)]])
 
-    _, waits = run(source)
+    informer, waits = run(source)
 
     assert source.watched_from == ["1", "7"]
     assert source.listed == 1 and waits.delays == []
+    # Fresh from the list for the first watch; between two watches, not answering.
+    assert source.before_connected == [True, False]
+    assert names(informer.store) == ["a", "b"]
 
 
 def test_410_gone_lists_again_at_once() -> None:

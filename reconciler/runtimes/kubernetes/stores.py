@@ -4,8 +4,9 @@ since, with a flag saying whether it can answer for the API server right now.
 A ``Store`` is written by its informer's thread and read by the reconciler's, under one lock.
 Objects are kept as the API server sent them (JSON mappings) and handed out without copying:
 readers must not change them. ``synced`` is True from the moment a list completed until the
-watch that follows it breaks; a store that is not synced answers nothing (the caller reads the
-API server instead).
+watch that follows it breaks, except between two watches (``pause`` when one ended,
+``resume`` once the next is connected); a store that is not synced answers nothing (the
+caller reads the API server instead).
 
 After Nebula writes an object the cache can lag behind the write by the watch's latency, so
 a check right after an apply could read the version before it. ``expect`` records the
@@ -43,7 +44,8 @@ class Store:
         self.api_version = api_version
         self._lock = threading.Lock()
         self._objects: dict[str, JSON] = {}  # name -> object, least recently changed first
-        self._synced = False
+        self._listed = False  # holds a complete list and every event since
+        self._paused = False  # ... but no watch is connected right now
         self._version = ""  # how far the watch has read the namespace's history
         self._expected: dict[str, str] = {}  # name -> resourceVersion Nebula wrote
 
@@ -63,7 +65,7 @@ class Store:
                 found = self._objects.get(name)
                 if found is not None and at_least(resource_version(found), self._expected[name]):
                     del self._expected[name]
-            self._synced = True
+            self._listed, self._paused = True, False
 
     def upsert(self, obj: JSON) -> None:
         prepared = self._prepared(obj)
@@ -88,7 +90,17 @@ class Store:
     def unsynced(self) -> None:
         """The watch broke: answer nothing until the next complete list."""
         with self._lock:
-            self._synced = False
+            self._listed = False
+
+    def pause(self) -> None:
+        """A watch ended: answer nothing until the next one is connected."""
+        with self._lock:
+            self._paused = True
+
+    def resume(self) -> None:
+        """A watch from the store's version is connected: what changed since is on its way."""
+        with self._lock:
+            self._paused = False
 
     # -- written by the reconciler -----------------------------------------------------------
 
@@ -109,7 +121,7 @@ class Store:
     @property
     def synced(self) -> bool:
         with self._lock:
-            return self._synced
+            return self._listed and not self._paused
 
     @property
     def version(self) -> str:

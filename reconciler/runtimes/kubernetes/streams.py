@@ -53,6 +53,7 @@ class ApiSource:
         self._stopped = False
         self._watch = watch.Watch()  # type: ignore[no-untyped-call]
         self._response: Any = None
+        self._connected: Callable[[], None] = lambda: None
 
     def _selectors(self) -> Query:
         query = []
@@ -81,8 +82,11 @@ class ApiSource:
             if not token:
                 return items, version
 
-    def watch(self, version: str, timeout_seconds: int) -> Iterator[JSON]:
+    def watch(
+        self, version: str, timeout_seconds: int, connected: Callable[[], None]
+    ) -> Iterator[JSON]:
         what = f"watch {self._watched.kind} objects in {self._namespace}"
+        self._connected = connected
         try:
             # A lambda: Watch reads the function's return annotation to pick a model.
             for event in self._watch.stream(  # type: ignore[no-untyped-call]
@@ -145,12 +149,15 @@ class ApiSource:
             read_timeout=self._quiet,
         )
         with self._lock:
-            if not self._stopped:
+            stopped = self._stopped
+            if not stopped:
                 self._response = response
-                return response
-        response.close()
-        response.release_conn()
-        raise Stopped("the watch cache was stopped")
+        if stopped:
+            response.close()
+            response.release_conn()
+            raise Stopped("the watch cache was stopped")
+        self._connected()
+        return response
 
 
 def sources(

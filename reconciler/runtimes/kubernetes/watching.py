@@ -5,8 +5,9 @@ What the loop does when (the informer pattern of client-go, which Argo CD and Fl
 
     start                          list, store replaced and synced, watch from its version
     event (added/modified/deleted) store updated; bookmarks only move the version on
-    the watch ends (server timeout) watch again from the last version seen; still synced
-                                    (one that ends at once with no event waits a backoff)
+    the watch ends (server timeout) watch again from the last version seen, unsynced until
+                                    the API server accepted it (one that ends at once with
+                                    no event waits a backoff)
     410 Gone (version too old)      unsynced; list again at once (after a backoff if the
                                     list before it was already too old)
     any other failure               unsynced; list again after a backoff (0.5 s doubling to
@@ -59,9 +60,12 @@ class Source(Protocol):
     def list(self) -> tuple[Sequence[JSON], str]:
         """Every object (items, the list's resourceVersion); raises our errors."""
 
-    def watch(self, version: str, timeout_seconds: int) -> Iterator[JSON]:
+    def watch(
+        self, version: str, timeout_seconds: int, connected: Callable[[], None]
+    ) -> Iterator[JSON]:
         """Watch events ({"type", "object"}) after ``version`` until the server ends the
-        watch; raises ``Expired`` for 410 Gone, our errors otherwise."""
+        watch, calling ``connected`` once the API server accepted it; raises ``Expired`` for
+        410 Gone, our errors otherwise."""
 
     def stop(self) -> None:
         """Cuts a watch in progress (called from another thread)."""
@@ -130,6 +134,7 @@ class Informer:
                     if not version:
                         version = self._list()
                     version, heard = self._watch(version)
+                    self.store.pause()  # until the next watch is connected
                     if not heard and self._wait(self._pause()):
                         break  # ended at once with nothing said: not a server's timeout
                 except Expired:
@@ -170,7 +175,7 @@ class Informer:
         low, high = WATCH_SECONDS
         seconds = int(low + (high - low) * self._rand())
         heard = False
-        for event in self._source.watch(version, seconds):
+        for event in self._source.watch(version, seconds, self.store.resume):
             if self._stopped.is_set():
                 break
             version = self._apply(event) or version
