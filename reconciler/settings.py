@@ -118,6 +118,7 @@ class Settings:
     readiness_timeout: timedelta = _duration("5m", "how long a new release may take to become ready")
     route_activation_timeout: timedelta = _duration("2m", "how long moving traffic to a new release may take")
     poll_interval: timedelta = _duration("60s", "how often a project is polled (a project may set its own interval)")
+    drift_interval: timedelta = _duration("3m", "how often each unit's live objects are compared with its active release (drift)")
     simulated_delay: timedelta = _duration("1s", "how long each stage takes on the simulated cluster")
     simulated_faults: str = _text("", "a TOML file of faults the simulated cluster injects, by image (a test and demo aid)")
     secret_key: str = _text("", "encrypts secrets at rest, the same on every replica; empty: generated into NEBULA_STATE_DIR/secret.key", secret=True)

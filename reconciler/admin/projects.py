@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
+from reconciler.core import messages
 from reconciler.core.states import ServiceStatus
 from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError, ConflictError, InvalidFileError, NotFoundError
@@ -174,3 +176,28 @@ def recorded_config(env: schema.Environment) -> EnvironmentConfig | None:
         return validation.load(env.recorded_file).environment(env.name)
     except InvalidFileError:
         return None
+
+
+@dataclass(frozen=True)
+class Suspension:
+    """Who suspended a project or an environment, when and why (``nebula suspend``)."""
+
+    by: str
+    at: datetime
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return messages.suspended(self.by, self.at, self.reason)
+
+
+def suspension_of(row: schema.Project | schema.Environment) -> Suspension | None:
+    """``row``'s own suspension (an environment's, not its project's)."""
+    if row.suspended_by is None or row.suspended_at is None:
+        return None
+    return Suspension(row.suspended_by, row.suspended_at, row.suspended_reason or "")
+
+
+def suspended(env: schema.Environment) -> Suspension | None:
+    """What holds ``env``: its project's suspension, else its own; None when neither is."""
+    return suspension_of(env.project) or suspension_of(env)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from reconciler.core.drifts import Drift
 
 
 def superseded_by(release: str) -> str:
@@ -58,3 +61,58 @@ def stopped_for_volume(release: str) -> str:
         f"Nothing is serving now: {release} was stopped to free the volume; "
         "redeploy to start it again."
     )
+
+
+def suspended(by: str, at: datetime, reason: str) -> str:
+    """Why nothing is applied in a suspended project or environment (the change sets' note,
+    and the refusal of apply, redeploy and promote)."""
+    return f"Suspended by {by} at {_utc(at):%Y-%m-%d %H:%M} UTC: {reason}"
+
+
+def _utc(at: datetime) -> datetime:
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+DRIFT_CLEARED = "Drift cleared"
+
+
+def drift_found(found: Sequence[Drift], release: str) -> str:
+    """``Drift: Deployment/api-r3 spec.replicas is 5, release r-3 says 2``: the first
+    difference, and how many more there are."""
+    first = found[0]
+    if first.missing:
+        text = f"Drift: {first.object} is missing, release {release} has it"
+    elif first.hidden:
+        text = f"Drift: {first.object} {first.path} differs from release {release}"
+    elif first.live is None:
+        text = (
+            f"Drift: {first.object} {first.path} is not set, release {release} says {first.desired}"
+        )
+    else:
+        text = f"Drift: {first.object} {first.path} is {first.live}, release {release} says {first.desired}"
+    more = len(found) - 1
+    if more:
+        text += f" (and {more} more difference{'s' if more != 1 else ''})"
+    return text
+
+
+def self_healed(found: Sequence[Drift]) -> str:
+    """``Self-heal: re-applied Deployment/api-r3 (spec.replicas 5 -> 2)``: each object put
+    back, with what it had."""
+    by_object: dict[str, list[Drift]] = {}
+    for drift in found:
+        by_object.setdefault(drift.object, []).append(drift)
+    parts = []
+    for ref, drifts in by_object.items():
+        changes = []
+        for d in drifts:
+            if d.missing:
+                changes.append("was missing")
+            elif d.hidden:
+                changes.append(f"{d.path} changed")
+            else:
+                changes.append(
+                    f"{d.path} {d.live if d.live is not None else 'unset'} -> {d.desired}"
+                )
+        parts.append(f"{ref} ({', '.join(changes)})")
+    return f"Self-heal: re-applied {'; '.join(parts)}"

@@ -180,6 +180,14 @@ class ServiceStatus(StrEnum):
     REMOVED = "removed"
 
 
+class Sync(StrEnum):
+    """A unit's live state against its active release (reconciler.engine.drifting)."""
+
+    SYNCED = "synced"  # checked, and what runs is what the release says
+    DRIFTED = "drifted"  # checked, and something differs (or is missing)
+    UNKNOWN = "unknown"  # not checked yet, or the cluster could not be read
+
+
 class DecisionChannel(StrEnum):
     CLI = "cli"
     API = "api"

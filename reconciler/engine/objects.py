@@ -19,7 +19,7 @@ from reconciler.context import Context
 from reconciler.core.states import DeploymentState, StageMarker
 from reconciler.engine import releases
 from reconciler.engine.stages import Facts
-from reconciler.model.specs import DatabaseSpec, ProcessType
+from reconciler.model.specs import DatabaseSpec, ProcessType, ServiceSpec
 from reconciler.runtimes.cluster import ProbeKind, ReleaseObjects
 from reconciler.store import schema
 from renderers import naming, rendering
@@ -51,39 +51,14 @@ def facts(
 ) -> Facts:
     """Everything a stage needs. ``capabilities`` are read from the cluster beforehand, with no
     transaction open: discovery is a network call."""
-    env = d.environment
-    project = env.project
-    scope = Scope(project.slug, env.name)
-    render = rendering.renderer(capabilities)
-    frozen = releases.frozen(d.release)
-    active = d.unit.active_release
-    base = ReleaseObjects(
-        project=project.slug,
-        environment=env.name,
-        namespace=scope.namespace,
-        unit=d.unit.name,
-        release=d.release.name,
-        image=d.release.image,
-    )
-    stored = {
-        k: v
-        for k, v in secrets.values(session, ctx.vault, project.id, env.name).items()
-        if not k.startswith("nebula.")
-    }
-    values = SecretValues.of(stored, f"{project.slug}/{env.name}")
-    shared = _bodies(render.environment(EnvironmentUnit(scope, tuple(sorted(stored))), values))
-    spec = frozen.unit
-    if isinstance(spec, DatabaseSpec):
-        password = database_password(session, ctx, project.id, env.name, spec.name)
-        objects = _database(render, scope, spec, base, shared, Sensitive(password))
-        downtime, stabilization = False, 0
-    else:
-        for name in sorted(frozen.secret_names):
-            values.secret(name)  # raises ConfigurationError if it is missing
-        objects = _service(render, release_spec(scope, d.release.number, frozen), base, shared)
+    objects = release_objects(session, ctx, d.unit, d.release, capabilities)
+    spec = releases.frozen(d.release).unit
+    downtime, stabilization = False, 0
+    if isinstance(spec, ServiceSpec):
         primary = spec.primary_process
         downtime = spec.downtime_accepted
         stabilization = primary.stabilization_seconds if primary else 0
+    active = d.unit.active_release
     return Facts(
         d.id,
         DeploymentState(d.state),
@@ -95,6 +70,44 @@ def facts(
         timedelta(seconds=stabilization),
         ctx.clock.now(),
     )
+
+
+def release_objects(
+    session: Session,
+    ctx: Context,
+    unit: schema.Unit,
+    release: schema.Release,
+    capabilities: Capabilities,
+) -> ReleaseObjects:
+    """Release ``release`` of ``unit`` as a runtime applies it (a deployment's stages, a drift
+    check); raises ``ConfigurationError`` when it cannot be compiled (a missing secret)."""
+    env = unit.environment
+    project = env.project
+    scope = Scope(project.slug, env.name)
+    render = rendering.renderer(capabilities)
+    frozen = releases.frozen(release)
+    base = ReleaseObjects(
+        project=project.slug,
+        environment=env.name,
+        namespace=scope.namespace,
+        unit=unit.name,
+        release=release.name,
+        image=release.image,
+    )
+    stored = {
+        k: v
+        for k, v in secrets.values(session, ctx.vault, project.id, env.name).items()
+        if not k.startswith("nebula.")
+    }
+    values = SecretValues.of(stored, f"{project.slug}/{env.name}")
+    shared = _bodies(render.environment(EnvironmentUnit(scope, tuple(sorted(stored))), values))
+    spec = frozen.unit
+    if isinstance(spec, DatabaseSpec):
+        password = database_password(session, ctx, project.id, env.name, spec.name)
+        return _database(render, scope, spec, base, shared, Sensitive(password))
+    for name in sorted(frozen.secret_names):
+        values.secret(name)  # raises ConfigurationError if it is missing
+    return _service(render, release_spec(scope, release.number, frozen), base, shared)
 
 
 def _database(

@@ -12,20 +12,26 @@ stage replayed after a crash does no harm. Errors are ours (``reconciler.errors`
   refusal -> ``capacity``); the deployment fails with that blocker at once.
 
 Observations (rollout, job, probe) are plain frozen values; deciding what they mean (wait,
-move on, fail) is the engine's job.
+move on, fail) is the engine's job. So is drift: ``live`` hands over the objects of a release
+as they run (``checked`` says which), and ``reconciler.core.drifts`` compares them with the
+release's manifests the same way for every runtime.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
 from reconciler.core.states import Blocker
+from renderers import naming
 from renderers.capabilities import Capabilities
 
 Manifest = dict[str, Any]
+# "Kind/name" -> the object as the cluster holds it now (None: it does not exist)
+Live = dict[str, Manifest | None]
 
 
 class ProbeKind(StrEnum):
@@ -64,6 +70,24 @@ class ReleaseObjects:
     readiness_path: str = "/"
     probe: ProbeKind = ProbeKind.NONE
     release_command_timeout: int = 600
+
+
+def checked(objects: ReleaseObjects) -> tuple[Manifest, ...]:
+    """The manifests a unit's live state is compared with (and self-heal applies again): the
+    release's Deployments or StatefulSet, its Services, ConfigMap, CronJobs, the stable Service,
+    the unit's volume claims and a database's credentials; every object labelled with the
+    unit, as teardown finds them. Not Jobs (they run once and go), nor the namespace and the
+    environment's ``nebula-secrets`` (shared by the environment's units, and set by
+    ``nebula secret set`` through change sets, not by a release)."""
+    candidates = [*objects.shared, *objects.workload]
+    if objects.stable_service is not None:
+        candidates.append(objects.stable_service)
+    return tuple(
+        m
+        for m in candidates
+        if m.get("kind") != "Job"
+        and ((m.get("metadata") or {}).get("labels") or {}).get(naming.SERVICE) == objects.unit
+    )
 
 
 class JobPhase(StrEnum):
@@ -142,3 +166,11 @@ class Cluster(Protocol):
 
     def teardown(self, namespace: str, unit: str) -> Teardown:
         """Delete everything of a unit (by label); ``already_clean`` on a second run."""
+
+    def live(self, objects: ReleaseObjects) -> Live:
+        """Each object of ``checked(objects)`` as the cluster holds it now, by ``Kind/name``.
+        Reads only: on Kubernetes from the watch cache once it is synced."""
+
+    def heal(self, objects: ReleaseObjects, refs: Collection[str]) -> None:
+        """Apply the objects of ``checked(objects)`` named by ``refs`` (``Kind/name``) again,
+        forcing Nebula's fields back (server-side apply, field manager ``nebula``)."""

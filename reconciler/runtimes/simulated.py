@@ -11,7 +11,7 @@ and demo aid, not a production path.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,16 +21,19 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
+from reconciler.core import drifts
 from reconciler.core.states import Blocker
-from reconciler.errors import TransientError, UnreachableError
+from reconciler.errors import NotFoundError, TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
     JobPhase,
     JobStatus,
+    Live,
     Manifest,
     ProbeResult,
     ReleaseObjects,
     Rollout,
     Teardown,
+    checked,
 )
 from reconciler.store import schema
 from reconciler.store.database import Database
@@ -68,6 +71,32 @@ class SimulatedCluster:
                 .order_by(schema.ClusterObject.name)
             )
             return [str(r.body["entry"]) for r in rows]
+
+    def edit(self, namespace: str, ref: str, path: str, value: object) -> Manifest:
+        """Change a live object behind Nebula's back (``nebula simulated edit``): ``value`` at
+        ``path`` (``spec.replicas``, ``data.LOG_LEVEL``, ``containers[name=web].image``)."""
+        kind, name = _split(ref)
+        try:
+            segments = drifts.parse_path(path)
+        except ValueError as exc:
+            raise NotFoundError(str(exc), hint="e.g. spec.replicas or data.LOG_LEVEL") from None
+        with self.db.transaction() as session:
+            row = self._get(session, namespace, kind, name)
+            if row is None:
+                raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
+            try:
+                body = drifts.put(row.body, segments, value)
+            except KeyError as exc:
+                raise NotFoundError(f"{ref} in {namespace} has no {exc.args[0]}") from None
+            self._put(session, namespace, kind, name, body)
+            return body
+
+    def delete(self, namespace: str, ref: str) -> None:
+        """Delete a live object behind Nebula's back (``nebula simulated delete``)."""
+        kind, name = _split(ref)
+        with self.db.transaction() as session:
+            if not self._delete(session, namespace, kind, name):
+                raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
 
     def objects(self, namespace: str) -> list[Manifest]:
         with self.db.transaction() as session:
@@ -321,6 +350,48 @@ class SimulatedCluster:
             if deleted:
                 self._record(session, f"teardown {namespace}/{unit}")
             return Teardown(already_clean=not deleted, deleted=tuple(deleted))
+
+    # -- live state ----------------------------------------------------------------------------
+
+    def live(self, objects: ReleaseObjects) -> Live:
+        with self._session() as session:
+            self._check(session)
+            found: Live = {}
+            for manifest in checked(objects):
+                row = self._get(
+                    session, _namespace(manifest, objects.namespace), *_kind_name(manifest)
+                )
+                found[drifts.reference(manifest)] = dict(row.body) if row is not None else None
+            return found
+
+    def heal(self, objects: ReleaseObjects, refs: Collection[str]) -> None:
+        wanted = set(refs)
+        manifests = tuple(m for m in checked(objects) if drifts.reference(m) in wanted)
+        if not manifests:
+            return
+        with self._session() as session:
+            self._check(session)
+            self._apply_all(session, objects.namespace, manifests)
+            self._record(session, f"heal {objects.namespace}/{objects.unit} {objects.release}")
+
+
+def _kind_name(manifest: Manifest) -> tuple[str, str]:
+    return str(manifest.get("kind", "")), _name(manifest)
+
+
+def _namespace(manifest: Manifest, namespace: str) -> str:
+    if manifest.get("kind") == "Namespace":
+        return ""
+    return str(manifest.get("metadata", {}).get("namespace") or namespace)
+
+
+def _split(ref: str) -> tuple[str, str]:
+    kind, _, name = ref.partition("/")
+    if not kind or not name:
+        raise NotFoundError(
+            f"{ref!r} names no object", hint="write KIND/NAME, e.g. Deployment/api-r1"
+        )
+    return kind, name
 
 
 def _name(manifest: Manifest) -> str:

@@ -25,9 +25,27 @@ class EventKind(StrEnum):
     APPROVAL = "approval"
     PROJECT_BLOCKER = "project.blocker"  # set (state = the blocker) or cleared (state None)
     UNIT = "unit"  # a service or database: removed, torn down, back in the file
+    DRIFT = "unit.drift"  # its live objects began to differ from its release, or agree again
+    SELF_HEAL = "unit.self-heal"  # drifted objects applied again (self_heal = true)
+    SUSPEND = "suspend"  # a project or an environment suspended (an administrative act)
+    RESUME = "resume"  # ... or resumed
 
 
-Subject = schema.Deployment | schema.ChangeSet | schema.Approval | schema.Unit | schema.Project
+# The kinds that record what people (and Nebula on their behalf) did to the installation,
+# beside the deployment timeline: what `nebula audit` lists.
+ADMINISTRATIVE = frozenset(
+    {EventKind.DRIFT, EventKind.SELF_HEAL, EventKind.SUSPEND, EventKind.RESUME}
+)
+
+
+Subject = (
+    schema.Deployment
+    | schema.ChangeSet
+    | schema.Approval
+    | schema.Unit
+    | schema.Project
+    | schema.Environment
+)
 
 
 def _record(
@@ -42,6 +60,8 @@ def _record(
     event = schema.Event(at=at, kind=kind, message=message, actor=actor)
     if isinstance(subject, schema.Project):
         event.project_id, event.state = subject.id, subject.blocker
+    elif isinstance(subject, schema.Environment):
+        event.project_id, event.environment_id = subject.project_id, subject.id
     else:
         event.project_id, event.environment_id = subject.project_id, subject.environment_id
         if isinstance(subject, schema.Unit):
@@ -90,7 +110,30 @@ def project_blocker(
 
 
 def unit(
-    session: Session, at: datetime, u: schema.Unit, message: str, *, actor: str | None = None
+    session: Session,
+    at: datetime,
+    u: schema.Unit,
+    message: str,
+    *,
+    actor: str | None = None,
+    kind: EventKind = EventKind.UNIT,
 ) -> schema.Event:
-    """A service or database at the status it has now (removed, torn down, back)."""
-    return _record(session, at, EventKind.UNIT, u, message, actor)
+    """A service or database at the status it has now (removed, torn down, back), or what
+    its live state did (``DRIFT``, ``SELF_HEAL``)."""
+    return _record(session, at, kind, u, message, actor)
+
+
+def suspension(
+    session: Session,
+    at: datetime,
+    target: schema.Project | schema.Environment,
+    message: str,
+    *,
+    actor: str,
+    suspended: bool,
+) -> schema.Event:
+    """A project (no environment) or one environment suspended or resumed by ``actor``."""
+    kind = EventKind.SUSPEND if suspended else EventKind.RESUME
+    event = _record(session, at, kind, target, message, actor)
+    event.state = "suspended" if suspended else None
+    return event

@@ -108,6 +108,10 @@ class Project(Base):
     blocker: Mapped[str | None] = mapped_column(String(40))
     blocker_message: Mapped[str | None] = mapped_column(Text)
     blocker_commit: Mapped[str | None] = mapped_column(String(64))
+    # Suspended (nebula suspend): who, when, why; nothing is applied until resumed.
+    suspended_by: Mapped[str | None] = mapped_column(String(100))
+    suspended_at: Mapped[datetime | None]
+    suspended_reason: Mapped[str | None] = mapped_column(Text)
     environments: Mapped[list[Environment]] = relationship(
         back_populates="project", order_by="Environment.position"
     )
@@ -126,6 +130,9 @@ class Environment(Base):
     recorded_commit: Mapped[str | None] = mapped_column(String(64))
     recorded_file: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
+    suspended_by: Mapped[str | None] = mapped_column(String(100))
+    suspended_at: Mapped[datetime | None]
+    suspended_reason: Mapped[str | None] = mapped_column(Text)
     project: Mapped[Project] = relationship(back_populates="environments")
 
     @property
@@ -137,7 +144,10 @@ class Unit(Base):
     """A service or database in one environment."""
 
     __tablename__ = "units"
-    __table_args__ = (UniqueConstraint("environment_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("environment_id", "name"),
+        Index("ix_units_drift_checked", "drift_checked_at"),
+    )
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
@@ -151,6 +161,13 @@ class Unit(Base):
     )
     next_release_number: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime]
+    # Live state: the last drift check of the active release (reconciler.engine.drifting).
+    sync: Mapped[str | None] = mapped_column(String(20))  # synced | drifted | unknown
+    drift: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    drift_checked_at: Mapped[datetime | None]
+    drift_since: Mapped[datetime | None]  # the drift episode open now began then
+    sync_blocker: Mapped[str | None] = mapped_column(String(40))  # delivery: unreadable
+    sync_message: Mapped[str | None] = mapped_column(Text)
     environment: Mapped[Environment] = relationship()
     active_release: Mapped[Release | None] = relationship(foreign_keys=[active_release_id])
 
