@@ -39,6 +39,7 @@ def sync_environments(
             session.add(env)
             project.environments.append(env)
         env.protected = spec.protected
+        env.self_heal = spec.self_heal
         env.position = position
         env.in_file = True
         out.append(env)

@@ -144,6 +144,7 @@ class DatabaseSpec:
 class EnvironmentSpec:
     name: str
     protected: bool = False
+    self_heal: bool = False
 
 
 Unit = ServiceSpec | DatabaseSpec

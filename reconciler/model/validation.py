@@ -26,7 +26,7 @@ from reconciler.model.specs import (
 
 TOP_KEYS = ("project", "environments", "services", "databases")
 PROJECT_KEYS = ("name",)
-ENVIRONMENT_KEYS = ("protected",)
+ENVIRONMENT_KEYS = ("protected", "self_heal")
 
 
 def load(text: str, path: str = "nebula.toml") -> ProjectFile:
@@ -138,7 +138,11 @@ class _FileReader:
         out = []
         for env, table in self._named_tables("environments", "environment").items():
             reader = Reader(self.problems, table, ("environments", env), ENVIRONMENT_KEYS)
-            out.append(EnvironmentSpec(env, reader.boolean("protected", False)))
+            out.append(
+                EnvironmentSpec(
+                    env, reader.boolean("protected", False), reader.boolean("self_heal", False)
+                )
+            )
         return tuple(out)
 
     def _named_tables(self, key: str, what: str) -> dict[str, dict[str, Any]]:

@@ -125,6 +125,7 @@ class Environment(Base):
     name: Mapped[str] = mapped_column(String(40))
     position: Mapped[int] = mapped_column(default=0)
     protected: Mapped[bool] = mapped_column(Boolean, default=False)
+    self_heal: Mapped[bool] = mapped_column(Boolean, default=False)
     in_file: Mapped[bool] = mapped_column(Boolean, default=True)
     # The last file applied here: what the next push is diffed against.
     recorded_commit: Mapped[str | None] = mapped_column(String(64))

@@ -28,6 +28,10 @@ def _suspension() -> list[sa.Column[object]]:
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("environments") as batch:
+        batch.add_column(
+            sa.Column("self_heal", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
     for table in ("projects", "environments"):
         with op.batch_alter_table(table) as batch:
             for column in _suspension():
@@ -51,3 +55,5 @@ def downgrade() -> None:
         with op.batch_alter_table(table) as batch:
             for name in SUSPENDED:
                 batch.drop_column(name)
+    with op.batch_alter_table("environments") as batch:
+        batch.drop_column("self_heal")
