@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from notifiers import gathering, keys, messages
-from notifiers.facts import Failure, ProjectState
+from notifiers.facts import Drifted, Failure, ProjectState
 from notifiers.keys import Kind
 from notifiers.notifying import Message, Notifier, Posted
 from reconciler.errors import PermanentError
@@ -76,6 +76,14 @@ def prepare(session: Session, settings: Settings, row: schema.OutboxMessage) -> 
             payload, gathering.project_link(settings, str(payload["project"]))
         )
         return _post(session, settings, state.project, messages.project_state(state))
+    if kind is Kind.UNIT_DRIFTED:
+        drifted = Drifted.from_payload(
+            payload,
+            gathering.environment_link(
+                settings, str(payload["project"]), str(payload["environment"])
+            ),
+        )
+        return _post(session, settings, drifted.project, messages.drifted(drifted))
     approval = session.get(schema.Approval, int(payload["approval_id"]))
     if approval is None:
         return Skip(f"approval {payload['approval_id']} no longer exists")

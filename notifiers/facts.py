@@ -136,6 +136,33 @@ class ProjectState:
         return cls(**values, url=url)
 
 
+@dataclass(frozen=True)
+class Drifted:
+    """A unit's live objects began to differ from its active release (one notice an episode)."""
+
+    project: str
+    environment: str
+    service: str
+    release: str
+    differences: tuple[str, ...]  # "Deployment/api-r3 spec.replicas: 5 (release: 2)"
+    count: int  # how many there are, of which ``differences`` are the first
+    healed: str | None = None  # the self-heal event's message, when it put them back
+    url: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in asdict(self).items()
+            if k != "url"
+        }
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], url: str) -> Drifted:
+        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
+        values["differences"] = tuple(values["differences"] or ())
+        return cls(**values, url=url)
+
+
 # -- links to the status page --------------------------------------------------------------
 
 

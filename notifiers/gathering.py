@@ -149,6 +149,10 @@ def project_link(settings: Settings, project: str) -> str:
     return project_url(settings.public_url, project)
 
 
+def environment_link(settings: Settings, project: str, environment: str) -> str:
+    return project_url(settings.public_url, project, environment)
+
+
 def recoveries(session: Session, project_id: int) -> int:
     """How many times the project's blocker has cleared: numbers each blocked episode."""
     return int(

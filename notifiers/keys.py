@@ -15,6 +15,7 @@ class Kind(StrEnum):
     DEPLOYMENT_FAILED = "deployment-failed"
     PROJECT_BLOCKED = "project-blocked"
     PROJECT_RECOVERED = "project-recovered"
+    UNIT_DRIFTED = "unit-drifted"
 
 
 def approval_request(approval_id: int) -> str:
@@ -28,6 +29,11 @@ def approval_update(approval_id: int) -> str:
 
 def deployment_failed(deployment_id: int) -> str:
     return f"deployment-failed:{deployment_id}"
+
+
+def unit_drifted(unit_id: int, since: str) -> str:
+    """One per drift episode of a unit: ``since`` is when the episode began."""
+    return f"{Kind.UNIT_DRIFTED}:{unit_id}:{since}"
 
 
 def project_blocker(project_id: int, blocker: str, cause: str, *, recovered: bool) -> str:

@@ -16,6 +16,7 @@ from notifiers.blocks import Block, code, escape
 from notifiers.facts import (
     ApprovalRequest,
     Decision,
+    Drifted,
     Failure,
     Line,
     ManifestDiff,
@@ -244,4 +245,33 @@ def project_state(p: ProjectState) -> Message:
         blocks.section(escape(p.message)),
         blocks.context(commit, blocks.link(p.url, "Open on the status page")),
     ]
+    return Message(blocks.cut(text, blocks.MESSAGE_TEXT), tuple(out))
+
+
+# -- drift ------------------------------------------------------------------------------------
+
+
+def drifted(d: Drifted) -> Message:
+    where = f"{d.project}/{d.environment}"
+    shown = [escape(line) for line in d.differences]
+    if d.count > len(d.differences):
+        more = d.count - len(d.differences)
+        shown.append(f"… and {more} more difference{'s' if more != 1 else ''}")
+    outcome = (
+        f"Self-heal put it back: {escape(d.healed)}"
+        if d.healed
+        else f"Nebula has not changed it. Put it back with a deploy, or see `nebula diff {escape(d.project)} --env {escape(d.environment)}`."
+    )
+    out = [
+        blocks.header(f"Drift: {d.service} {d.release} in {where}"),
+        blocks.section(
+            f"What runs differs from release {code(d.release)}:\n"
+            + "\n".join(f"• {s}" for s in shown)
+        ),
+        blocks.section(outcome),
+        blocks.context(blocks.link(d.url, "Open on the status page")),
+    ]
+    text = f"{where}: {d.service} drifted from {d.release} ({d.count} difference{'s' if d.count != 1 else ''})"
+    if d.healed:
+        text += "; self-heal put it back"
     return Message(blocks.cut(text, blocks.MESSAGE_TEXT), tuple(out))

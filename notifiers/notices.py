@@ -10,9 +10,13 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from notifiers import gathering, keys, outbox
+from notifiers.facts import Drifted
 from notifiers.keys import Kind
-from reconciler.clock import Clock
+from reconciler.clock import Clock, utc
+from reconciler.core.drifts import Drift
 from reconciler.store import schema
+
+SHOWN_DRIFT = 6
 
 
 def deployment_failed(session: Session, clock: Clock, deployment: schema.Deployment) -> None:
@@ -90,6 +94,43 @@ def project_recovered(
         Kind.PROJECT_RECOVERED,
         facts.to_payload(),
     )
+
+
+def unit_drifted(
+    session: Session,
+    clock: Clock,
+    unit: schema.Unit,
+    release: str,
+    found: tuple[Drift, ...],
+    healed: str | None,
+) -> None:
+    """A drift episode of ``unit`` began (``unit.drift_since``): one notice for the episode."""
+    assert unit.drift_since is not None
+    env = unit.environment
+    facts = Drifted(
+        project=env.project.slug,
+        environment=env.name,
+        service=unit.name,
+        release=release,
+        differences=tuple(_difference(d, release) for d in found[:SHOWN_DRIFT]),
+        count=len(found),
+        healed=healed,
+    )
+    outbox.enqueue(
+        session,
+        clock,
+        keys.unit_drifted(unit.id, utc(unit.drift_since).isoformat()),
+        Kind.UNIT_DRIFTED,
+        facts.to_payload(),
+    )
+
+
+def _difference(d: Drift, release: str) -> str:
+    if d.missing:
+        return f"{d.object} is missing"
+    if d.hidden:
+        return f"{d.object} {d.path} differs (a secret value, not shown)"
+    return f"{d.object} {d.path}: {d.live if d.live is not None else 'not set'} ({release}: {d.desired})"
 
 
 def _cause(session: Session, project: schema.Project) -> str:

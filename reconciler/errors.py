@@ -16,6 +16,7 @@ this tree::
     │   │   ├── AlreadyDecidedError   the approval was decided (or expired) before
     │   │   └── IllegalTransition     a state change the transition table does not allow
     │   ├── FrozenError         a deploy freeze is on
+    │   ├── SuspendedError      the project or environment is suspended (nebula suspend)
     │   └── ConcurrencyError    the project runs its maximum number of deployments
     ├── UnauthorizedError       no token, or not a valid one
     └── RemoteError             a remote said no (``status``: its status code)
@@ -115,6 +116,12 @@ class IllegalTransition(ConflictError):
 
 class FrozenError(RefusedError):
     code = "frozen"
+
+
+class SuspendedError(RefusedError):
+    """Nothing is applied while a project or environment is suspended; rollbacks still are."""
+
+    code = "suspended"
 
 
 class ConcurrencyError(RefusedError):

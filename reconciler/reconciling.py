@@ -1,12 +1,13 @@
-"""One reconcile pass: expire approvals, poll, advance deployments. Shared by
-``nebula reconcile`` and the scheduler of ``nebula serve``."""
+"""One reconcile pass: expire approvals, poll, advance deployments, check the live state of
+units whose last check is older than NEBULA_DRIFT_INTERVAL. Shared by ``nebula reconcile`` and
+the scheduler of ``nebula serve`` (which runs the drift checks on a timer of their own)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from reconciler.context import Context
-from reconciler.engine import ticking
+from reconciler.engine import drifting, ticking
 from reconciler.gitops import polling
 from reconciler.requests import deciding
 
@@ -16,6 +17,7 @@ class PassReport:
     expired: int = 0
     poll: polling.PollReport = field(default_factory=polling.PollReport)
     moved: int = 0  # deployment steps taken
+    checked: int = 0  # units whose live state was compared with their release
     busy: bool = False  # something can still move without a person (or a long wait)
 
 
@@ -30,4 +32,5 @@ def run_once(ctx: Context, project: str | None = None, *, poll: bool = True) -> 
     if poll:
         report.poll = polling.poll(ctx, [project] if project else None)
     report.moved, report.busy = ticking.tick(ctx, project)
+    report.checked = drifting.check_due(ctx, project)
     return report

@@ -1,5 +1,5 @@
 """The timers of ``nebula serve``: polling each project when due, the reconcile tick, approval
-expiry and outbox delivery, on an APScheduler 3 background scheduler.
+expiry, drift checks and outbox delivery, on an APScheduler 3 background scheduler.
 
 - Polling: every second, the projects whose ``next_poll_at`` has come are polled, at most
   ``poll_batch`` at once. After a poll the next one is set a little *before* the interval
@@ -10,8 +10,11 @@ expiry and outbox delivery, on an APScheduler 3 background scheduler.
   listed the heads just before the push.
 - The tick runs every second; it repeats at once while deployments keep moving and after a
   short pause while one waits on the cluster, so a stage costs its own time, not a second.
+- Drift checks: every ``drift`` seconds, the units whose last check is older than
+  NEBULA_DRIFT_INTERVAL are compared with their active release (``engine.drifting``).
 - Several replicas (PostgreSQL) share the work: deployments carry their own leases
-  (``engine.ticking``); a project's poll and the expiry timer take a row in ``leases``.
+  (``engine.ticking``); a project's poll, the expiry timer and the drift checks take a row in
+  ``leases`` (the drift checks' renewed while they run), so one replica does each at a time.
 
 Stopping (SIGTERM) lets the step in progress finish, then releases this replica's leases.
 """
@@ -36,7 +39,7 @@ from sqlalchemy.orm import Session
 from notifiers import outbox
 from reconciler import reconciling
 from reconciler.context import Context
-from reconciler.engine import ticking
+from reconciler.engine import drifting, ticking
 from reconciler.gitops import polling
 from reconciler.store import leases, schema
 
@@ -79,6 +82,7 @@ class Timings:
     poll_batch: int = 50
     jitter: float = 0.1
     expire: float = 10.0
+    drift: float = 10.0
     outbox: float = 2.0
 
 
@@ -135,6 +139,7 @@ class Scheduler:
             ("tick", self.run_tick, self.timings.tick),
             ("poll", self.poll_due, self.timings.poll_check),
             ("expire", self.expire, self.timings.expire),
+            ("drift", self.check_drift, self.timings.drift),
             ("outbox", self.deliver_outbox, self.timings.outbox),
         ]
         if self.ctx.db.is_sqlite:
@@ -337,6 +342,30 @@ class Scheduler:
             log.info("approvals expired", extra={"count": expired})
             self.wake_tick()
         return expired
+
+    def check_drift(self) -> int:
+        """The units due a drift check, by one replica at a time (its lease renewed while the
+        checks run: many units on a slow cluster can take longer than the lease)."""
+        if not self._claim(["timer:drift"], TIMER_LEASE):
+            return 0
+        done = threading.Event()
+        renewer = threading.Thread(
+            target=self._renew_until,
+            args=(done, ["timer:drift"], TIMER_LEASE, POLL_RENEW),
+            name="nebula-drift-lease",
+            daemon=True,
+        )
+        renewer.start()
+        try:
+            checked = drifting.check_due(self.ctx, stopping=self._stopping.is_set)
+        finally:
+            done.set()
+            renewer.join()
+            with self.ctx.db.transaction() as session:
+                self._release(session, ["timer:drift"])
+        if checked:
+            log.debug("drift checked", extra={"units": checked})
+        return checked
 
     def renew_writer(self) -> bool:
         """Keep this server the one writer of its SQLite database (see ``claim_writer``)."""

@@ -14,12 +14,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler.admin import projects
 from reconciler.admin.members import shown_actor
 from reconciler.clock import utc
-from reconciler.core.states import ApprovalTarget, DeploymentState
+from reconciler.core.states import ApprovalTarget, DeploymentState, Sync
+from reconciler.engine.drifting import Inspection
 from reconciler.engine.queueing import Ended
 from reconciler.gitsource.urls import sanitize_url
 from reconciler.requests import approvals
+from reconciler.requests.suspending import Outcome
 from reconciler.store import schema
 
 
@@ -98,6 +101,7 @@ def shown_deployment(d: schema.Deployment | None) -> schema.Deployment | None:
 def unit_status(unit: schema.Unit, latest: schema.Deployment | None) -> dict[str, Any]:
     active = unit.active_release
     shown = shown_deployment(latest)
+    checked = active is not None and unit.sync is not None
     return {
         "name": unit.name,
         "kind": unit.kind,
@@ -105,7 +109,21 @@ def unit_status(unit: schema.Unit, latest: schema.Deployment | None) -> dict[str
         "active_release": active.name if active else None,
         "image": active.image if active else None,
         "deployment": deployment_brief(shown) if shown else None,
+        # Live state (drift checks): synced | drifted | unknown, and what differs.
+        "sync": unit.sync if checked else Sync.UNKNOWN.value,
+        "drift": list(unit.drift or []) if checked else [],
+        "drift_checked_at": iso(unit.drift_checked_at) if checked else None,
+        "blocker": unit.sync_blocker if checked else None,
+        "message": unit.sync_message if checked else None,
     }
+
+
+def suspension(row: schema.Project | schema.Environment) -> dict[str, Any] | None:
+    """``{"by", "at", "reason"}`` while suspended (the row's own), else None."""
+    found = projects.suspension_of(row)
+    if found is None:
+        return None
+    return {"by": found.by, "at": iso(found.at), "reason": found.reason}
 
 
 def project_status(
@@ -127,6 +145,7 @@ def project_status(
                 "protected": env.protected,
                 "namespace": env.namespace,
                 "in_file": env.in_file,
+                "suspended": suspension(env),
                 "services": [unit_status(u, latest.get(u.id)) for u in units],
             }
         )
@@ -139,8 +158,26 @@ def project_status(
         "message": project.blocker_message,
         "blocker_commit": project.blocker_commit,
         "last_polled_at": iso(project.last_polled_at),
+        "suspended": suspension(project),
         "environments": environments,
     }
+
+
+def diff(slug: str, inspections: Iterable[Inspection]) -> dict[str, Any]:
+    """``nebula diff -o json`` and ``GET /api/v1/projects/{slug}/diff``: per unit, the drift
+    list (the contract's entries) and the unified diff of live vs release."""
+    units = [
+        {
+            "environment": i.environment,
+            "service": i.unit,
+            "release": i.release,
+            "sync": i.sync.value,
+            "drift": [d.to_json() for d in i.drift],
+            "diff": "".join(i.diffs),
+        }
+        for i in inspections
+    ]
+    return {"project": slug, "differences": sum(len(u["drift"]) for u in units), "units": units}
 
 
 def ended(items: Iterable[Ended]) -> list[dict[str, Any]]:
@@ -165,6 +202,7 @@ def project(p: schema.Project) -> dict[str, Any]:
         "message": p.blocker_message,
         "last_polled_at": iso(p.last_polled_at),
         "next_poll_at": iso(p.next_poll_at),
+        "suspended": suspension(p),
     }
 
 
@@ -223,4 +261,15 @@ def approval(a: schema.Approval) -> dict[str, Any]:
         "created_at": iso(a.created_at),
         "expires_at": iso(a.expires_at),
         "decided_at": iso(a.decided_at),
+    }
+
+
+def suspension_outcome(outcome: Outcome) -> dict[str, Any]:
+    """What ``nebula suspend|resume`` (and the API's routes) answer: the project or environment
+    as it is now, and the change sets that went on when it was resumed."""
+    return {
+        "project": outcome.project.slug,
+        "environment": outcome.environment.name if outcome.environment is not None else None,
+        "suspended": suspension(outcome.target),
+        "changesets": [changeset(c) for c in outcome.went_on],
     }

@@ -75,9 +75,14 @@ def status(args: argparse.Namespace) -> int:
         head = f"{project['slug']}  commit {str(project['commit'] or '-')[:7]}"
         if project["blocker"]:
             head += f"  BLOCKED ({project['blocker']}): {project['message']}"
+        if project["suspended"]:
+            head += f"  SUSPENDED: {_suspended(project['suspended'])}"
         print(head)
         for env in project["environments"]:
-            print(f"  {env['name']}{' (protected)' if env['protected'] else ''}")
+            line = f"  {env['name']}{' (protected)' if env['protected'] else ''}"
+            if env["suspended"]:
+                line += f"  SUSPENDED: {_suspended(env['suspended'])}"
+            print(line)
             table = []
             for unit in env["services"]:
                 d = unit["deployment"]
@@ -86,18 +91,39 @@ def status(args: argparse.Namespace) -> int:
                         "    " + unit["name"],
                         unit["kind"],
                         unit["active_release"] or "-",
+                        _sync(unit),
                         (f"{d['release']} {d['state']}" if d else "-"),
-                        (d["blocker"] or "") if d else "",
-                        ((d["message"] or "") if d else "")[:90],
+                        (d["blocker"] or "") if d else (unit["blocker"] or ""),
+                        ((d["message"] or "") if d else (unit["message"] or ""))[:90],
                     ]
                 )
             if table:
                 print(
                     output.table(
-                        table, ["    service", "kind", "active", "deployment", "blocker", "message"]
+                        table,
+                        [
+                            "    service",
+                            "kind",
+                            "active",
+                            "sync",
+                            "deployment",
+                            "blocker",
+                            "message",
+                        ],
                     )
                 )
     return 0
+
+
+def _suspended(data: dict[str, Any]) -> str:
+    return f"by {data['by']} at {data['at']}: {data['reason']}"
+
+
+def _sync(unit: dict[str, Any]) -> str:
+    """``synced``, ``drifted (2)`` or ``unknown``, as the SYNC column shows it."""
+    if unit["sync"] == "drifted":
+        return f"drifted ({len(unit['drift'])})"
+    return str(unit["sync"])
 
 
 def list_deployments(args: argparse.Namespace) -> int:

@@ -24,6 +24,8 @@ COMMAND_MODULES = (
     "reconciler.cli.approvals",
     "reconciler.cli.org",
     "reconciler.cli.deployments",
+    "reconciler.cli.live",
+    "reconciler.cli.suspensions",
     "reconciler.cli.demo",
     "reconciler.cli.serving",
 )

@@ -16,7 +16,8 @@ server's own spelling is no false drift:
 
 Paths read like kubectl's: ``spec.replicas``, ``data.LOG_LEVEL``,
 ``spec.template.spec.containers[name=web].image``, ``metadata.labels["nebula.dev/release"]``;
-``parse_path`` reads them back (``nebula simulated edit`` takes the same paths). A Secret's
+``parse_path`` reads them back (``nebula simulated edit`` takes the same paths, and a key in
+brackets without its quotes, which a shell would take away: ``metadata.labels[team.io/x]``). A Secret's
 values are never shown: its drift says which key differs, not what either side holds.
 """
 
@@ -261,6 +262,7 @@ def format_path(path: Sequence[Segment]) -> str:
 _TOKEN = re.compile(
     r'\.?(?P<key>[A-Za-z_][A-Za-z0-9_-]*)|\[(?P<index>[0-9]+)\]|\["(?P<quoted>(?:[^"\\]|\\.)*)"\]'
     r"|\[(?P<match>[A-Za-z][A-Za-z0-9]*)=(?P<value>[^\]]*)\]"
+    r'|\[(?P<bare>[^\]="]+)\]'  # a key written without quotes: [example.com/owner]
 )
 
 
@@ -278,6 +280,8 @@ def parse_path(text: str) -> list[Segment]:
             segments.append(int(match.group("index")))
         elif match.group("quoted") is not None:
             segments.append(json.loads(f'"{match.group("quoted")}"'))
+        elif match.group("bare") is not None:
+            segments.append(match.group("bare"))
         else:
             segments.append((match.group("match"), match.group("value")))
         position = match.end()

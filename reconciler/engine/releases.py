@@ -73,6 +73,7 @@ def activate(session: Session, clock: Clock, unit: schema.Unit, release: schema.
     release.retired_at = None
     unit.active_release_id = release.id
     unit.active_release = release
+    unit.drift_checked_at = None  # the new release's objects are checked next (drifting)
     session.flush()
     retired = session.scalars(
         select(schema.Release)

@@ -71,17 +71,5 @@ def stage(
             continue
         changeset = changesets.create(session, ctx.clock, env, owner, commit, file.source, lines)
         staged.append(changeset)
-        touched = {line.service for line in lines}
-        held = sorted(s.name for s in new.services if s.name in touched and not s.auto_deploy)
-        if held:
-            changesets.note(
-                session,
-                ctx.clock,
-                changeset,
-                f"Draft: {', '.join(held)} {'has' if len(held) == 1 else 'have'} "
-                f"auto_deploy = false; apply it with: nebula changeset apply {changeset.id}",
-                actor=owner,
-            )
-            continue
-        applying.apply(session, ctx, changeset, requester=owner)
+        applying.proceed(session, ctx, changeset)
     return staged

@@ -147,12 +147,13 @@ def promote(
             f"--env {source_env}",
         )
     source = _unit(session, slug, service, source_env)
+    project = projects.get(session, slug)
+    env = projects.environment(session, project, target_env)
+    guards.check_suspended(env)
     if source.active_release is None:
         raise ConflictError(f"{service} has no active release in {source_env} to promote")
     if source.kind != "service":
         raise ConflictError(f"{service} is a database; databases are not promoted")
-    project = projects.get(session, slug)
-    env = projects.environment(session, project, target_env)
     config = projects.recorded_config(env)
     spec = config.service(service) if config is not None else None
     target = projects.unit(session, env, service) if spec is not None else None
@@ -176,6 +177,7 @@ def redeploy(
     session: Session, ctx: Context, slug: str, service: str, env_name: str, requester: str
 ) -> Requested:
     unit = _unit(session, slug, service, env_name)
+    guards.check_suspended(unit.environment)
     active = unit.active_release
     if active is None:
         raise ConflictError(

@@ -5,9 +5,11 @@ deployments wait in awaiting-approval until it is decided (or pass at once by a 
 file is recorded for the environment (what the next push is diffed against) only when the
 change set is actually applied.
 
-An apply is an ordered list of checks, each of which may refuse it with a note (drift, a
-freeze, the concurrency cap); a refusal is returned, not raised, so that what it records
-(drifted lines, the note) is committed with it.
+An apply is an ordered list of checks, each of which may refuse it with a note (a suspension,
+drift, a freeze, the concurrency cap); a refusal is returned, not raised, so that what it records
+(drifted lines, the note) is committed with it. ``proceed`` is what a change set does once it
+may go on by itself (just staged, or its environment resumed): wait as a draft when a touched
+service has ``auto_deploy = false``, else apply.
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ def apply(
         outcome = approvals.evaluate(session, None, requester, flags)
     passes = outcome is None or outcome.rule is not None
     refused = (
-        _drifted(changeset, units)
+        guards.suspension(env)
+        or _drifted(changeset, units)
         or _frozen(session, ctx, env)
         or (_over_cap(session, env.project, units, order) if passes else None)
     )
@@ -185,6 +188,25 @@ def apply(
             actor=requester,
         )
     return result
+
+
+def proceed(session: Session, ctx: Context, changeset: schema.ChangeSet) -> Applied | None:
+    """Go on by the normal rules, as a change set does when it is staged: a draft that waits
+    for someone when a touched service has ``auto_deploy = false`` (None), else applied."""
+    config = _config(changeset)
+    touched = {line.service for line in changeset.lines}
+    held = sorted(s.name for s in config.services if s.name in touched and not s.auto_deploy)
+    if held:
+        changesets.note(
+            session,
+            ctx.clock,
+            changeset,
+            f"Draft: {', '.join(held)} {'has' if len(held) == 1 else 'have'} "
+            f"auto_deploy = false; apply it with: nebula changeset apply {changeset.id}",
+            actor=changeset.owner,
+        )
+        return None
+    return apply(session, ctx, changeset, requester=changeset.owner)
 
 
 def _new_unit(

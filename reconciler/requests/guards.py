@@ -1,4 +1,5 @@
-"""Policies that refuse a request at once (never queue it): freezes and the concurrency cap.
+"""Policies that refuse a request at once (never queue it): freezes, suspensions and the
+concurrency cap.
 
 They apply to every path (CLI, API, Slack, pushes and change sets), so every path calls these.
 """
@@ -9,12 +10,12 @@ from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
-from reconciler.admin import policies
+from reconciler.admin import policies, projects
 from reconciler.clock import Clock
 from reconciler.core import freezes, messages
 from reconciler.core.states import DeploymentKind
 from reconciler.engine import recording
-from reconciler.errors import ConcurrencyError, FrozenError
+from reconciler.errors import ConcurrencyError, FrozenError, SuspendedError
 from reconciler.store import schema
 
 
@@ -43,3 +44,24 @@ def check_concurrency(
     running = [d for d in recording.running_in_project(session, project.id) if d.id not in ended]
     if len(running) + len(list(starting)) > project.concurrency:
         raise ConcurrencyError(messages.concurrency_limit(project.concurrency))
+
+
+def suspension(environment: schema.Environment) -> str | None:
+    """Why nothing may be applied in ``environment`` now: its project's or its own suspension."""
+    found = projects.suspended(environment)
+    return found.message if found is not None else None
+
+
+def check_suspended(environment: schema.Environment) -> None:
+    """A suspended project or environment refuses what would apply something (a change set,
+    a redeploy, a promotion); rollbacks stay allowed, so they do not call this."""
+    message = suspension(environment)
+    if message is None:
+        return
+    project = environment.project
+    where = (
+        project.slug
+        if projects.suspension_of(project)
+        else f"{project.slug} --env {environment.name}"
+    )
+    raise SuspendedError(message, hint=f"an admin resumes it with: nebula resume {where} --as NAME")

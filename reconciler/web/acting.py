@@ -1,10 +1,11 @@
-"""``POST /api/v1/...``: approve, reject, rollback, promote, redeploy, cancel.
+"""``POST /api/v1/...``: approve, reject, rollback, promote, redeploy, cancel, suspend, resume.
 
 Every write needs ``Authorization: Bearer <token>`` (``nebula token create``). The token's
 member is who acts: a decision is recorded under that member, and ``deciding.decide``
-enforces that only an admin or owner decides (and the self-approval policy). Asking for a
-deployment (rollback, promote, redeploy, cancel) takes any member. The token is checked
-before anything else, so an anonymous caller learns nothing about what exists.
+enforces that only an admin or owner decides (and the self-approval policy); suspending and
+resuming take an admin or owner too (``suspending``). Asking for a deployment (rollback,
+promote, redeploy, cancel) takes any member. The token is checked before anything else, so an
+anonymous caller learns nothing about what exists.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from reconciler import views
 from reconciler.admin import members
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
-from reconciler.requests import actions, deciding
+from reconciler.requests import actions, deciding, suspending
 from reconciler.store import schema
 from reconciler.web import models
 from reconciler.web.appstate import AppState, get_state, parse_id
@@ -186,4 +187,42 @@ def cancel(deployment_id: Id, state: State, credentials: Credentials) -> dict[st
                 actions.cancel(session, ctx, parse_id(deployment_id, "deployment"), who)
             )
         },
+    )
+
+
+@_post(
+    "/projects/{slug}/suspend",
+    models.Suspended,
+    "Suspend a project or one environment: nothing is applied until resumed (admin or owner)",
+)
+def suspend(
+    slug: Name, body: models.Suspend, state: State, credentials: Credentials
+) -> dict[str, Any]:
+    return _act(
+        state,
+        credentials,
+        lambda session, ctx, who: views.suspension_outcome(
+            suspending.suspend(session, ctx, slug, body.environment, body.reason, who)
+        ),
+    )
+
+
+@_post(
+    "/projects/{slug}/resume",
+    models.Suspended,
+    "Resume a suspended project or environment (admin or owner)",
+)
+def resume(
+    slug: Name,
+    state: State,
+    credentials: Credentials,
+    body: Annotated[models.Resume | None, Body()] = None,
+) -> dict[str, Any]:
+    environment = body.environment if body is not None else None
+    return _act(
+        state,
+        credentials,
+        lambda session, ctx, who: views.suspension_outcome(
+            suspending.resume(session, ctx, slug, environment, who)
+        ),
     )

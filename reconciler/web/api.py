@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.core.states import ApprovalState, ChangeSetState
+from reconciler.engine import drifting
 from reconciler.errors import NotFoundError
 from reconciler.requests import approvals, changesets
 from reconciler.store import schema
@@ -70,6 +71,19 @@ def status(state: State, project: ProjectFilter = None, env: NameFilter = None) 
 @_get("/projects/{slug}/status", models.StatusList, "One project's status (nebula status SLUG)")
 def project_status(slug: Slug, state: State, env: NameFilter = None) -> dict[str, Any]:
     return status(state, slug, env)
+
+
+@router.get(
+    "/projects/{slug}/diff",
+    response_model=models.Diff,
+    responses=documented(404, 422, 503),
+    summary="Live objects vs the active release's manifests (nebula diff)",
+)
+def project_diff(
+    slug: Slug, state: State, env: NameFilter = None, service: NameFilter = None
+) -> dict[str, Any]:
+    # Reads the cluster now (from the watch cache on Kubernetes); records nothing.
+    return views.diff(slug, drifting.inspect(state.ctx, slug, env, service))
 
 
 @_get("/deployments", models.DeploymentList, "Deployments, newest last (nebula deployments)")

@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from reconciler.context import Context
-from reconciler.core.states import ApprovalState
+from reconciler.core.states import ApprovalState, Sync
 from reconciler.gitops.polling import PollReport
 from reconciler.store import schema
 
@@ -101,6 +101,11 @@ class StoreCollector(Collector):
             ),
             GaugeMetricFamily("nebula_approvals_pending", "Approvals waiting for a decision"),
             GaugeMetricFamily("nebula_outbox_backlog", "Notifications not yet delivered"),
+            GaugeMetricFamily(
+                "nebula_units_drifted",
+                "Services and databases whose live objects differ from their active release",
+                labels=["project", "environment"],
+            ),
             CounterMetricFamily("nebula_git_fetches", "Fetches from git remotes by this process"),
             CounterMetricFamily(
                 "nebula_git_remote_calls", "Calls to git remotes (ref listings) by this process"
@@ -108,7 +113,9 @@ class StoreCollector(Collector):
         )
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        up, projects, changesets, deployments, approvals, outbox, fetches, calls = self._families()
+        (up, projects, changesets, deployments, approvals, outbox, drifted, fetches, calls) = (
+            self._families()
+        )
         if self.ctx.git is not None:
             counters = self.ctx.git.counters()
             fetches.add_metric([], counters.fetches)
@@ -147,6 +154,23 @@ class StoreCollector(Collector):
                     )
                     or 0,
                 )
+                # Every environment, 0 when nothing drifted there (so `> 0` alerts can fire).
+                for slug, env, n in session.execute(
+                    select(
+                        schema.Project.slug,
+                        schema.Environment.name,
+                        func.count(schema.Unit.id),
+                    )
+                    .join(schema.Environment, schema.Environment.project_id == schema.Project.id)
+                    .outerjoin(
+                        schema.Unit,
+                        (schema.Unit.environment_id == schema.Environment.id)
+                        & (schema.Unit.sync == Sync.DRIFTED.value),
+                    )
+                    .group_by(schema.Project.slug, schema.Environment.name)
+                    .order_by(schema.Project.slug, schema.Environment.name)
+                ):
+                    drifted.add_metric([slug, env], n)
         except Exception as exc:  # a scrape reports the store down, never fails
             log.warning("metrics: the state store did not answer", extra={"reason": str(exc)})
             up.add_metric([], 0)
@@ -155,4 +179,14 @@ class StoreCollector(Collector):
             yield calls
             return
         up.add_metric([], 1)
-        yield from (up, projects, changesets, deployments, approvals, outbox, fetches, calls)
+        yield from (
+            up,
+            projects,
+            changesets,
+            deployments,
+            approvals,
+            outbox,
+            drifted,
+            fetches,
+            calls,
+        )

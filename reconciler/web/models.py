@@ -52,6 +52,13 @@ class Project(Out):
     message: str | None
     last_polled_at: str | None
     next_poll_at: str | None
+    suspended: Suspension | None = Field(description="while nothing is applied (nebula suspend)")
+
+
+class Suspension(Out):
+    by: str = Field(description="the admin or owner who suspended it")
+    at: str
+    reason: str
 
 
 class ProjectList(Out):
@@ -71,6 +78,16 @@ class DeploymentBrief(Out):
     message: str | None
 
 
+class Drift(Out):
+    """One difference between what runs and the active release."""
+
+    object: str = Field(description="Kind/name, e.g. Deployment/api-r3")
+    path: str | None = Field(default=None, description="e.g. spec.replicas (absent: missing)")
+    live: str | None = Field(default=None, description="the live value (null: not set)")
+    desired: str | None = Field(default=None, description="what the release sets")
+    missing: bool | None = Field(default=None, description="true: the object does not exist")
+
+
 class ServiceStatus(Out):
     name: str
     kind: str = Field(description="service or database")
@@ -79,11 +96,16 @@ class ServiceStatus(Out):
     deployment: DeploymentBrief | None = Field(
         description="in flight, or the last one if it did not go healthy"
     )
+    sync: str = Field(description="synced, drifted or unknown (live objects vs active release)")
+    drift: list[Drift]
+    blocker: str | None = Field(description="why sync is unknown: delivery (the cluster)")
+    message: str | None
 
 
 class EnvironmentStatus(Out):
     name: str
     protected: bool
+    suspended: Suspension | None
     services: list[ServiceStatus]
 
 
@@ -92,6 +114,7 @@ class ProjectStatus(Out):
     commit: str | None
     blocker: str | None
     message: str | None
+    suspended: Suspension | None
     environments: list[EnvironmentStatus]
 
 
@@ -211,6 +234,28 @@ class Requested(Out):
     ended: list[Ended]
 
 
+class UnitDiff(Out):
+    environment: str
+    service: str
+    release: str
+    sync: str = Field(description="synced or drifted")
+    drift: list[Drift]
+    diff: str = Field(description="a unified diff: --- live/Kind/name, +++ r-N/Kind/name")
+
+
+class Diff(Out):
+    project: str
+    differences: int = Field(description="how many drift entries there are in all")
+    units: list[UnitDiff]
+
+
+class Suspended(Out):
+    project: str
+    environment: str | None = Field(description="null: the whole project")
+    suspended: Suspension | None = Field(description="null once resumed")
+    changesets: list[ChangeSet] = Field(description="change sets that went on when resumed")
+
+
 # -- request bodies -----------------------------------------------------------------------
 
 
@@ -236,6 +281,25 @@ class Promote(In):
 
 class Redeploy(In):
     environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
+
+
+class Suspend(In):
+    environment: str | None = Field(
+        default=None,
+        pattern=NAME_PATTERN,
+        validation_alias=_ENVIRONMENT,
+        description="only this environment (default: the whole project)",
+    )
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class Resume(In):
+    environment: str | None = Field(
+        default=None,
+        pattern=NAME_PATTERN,
+        validation_alias=_ENVIRONMENT,
+        description="only this environment (default: the whole project)",
+    )
 
 
 # -- operations ---------------------------------------------------------------------------

@@ -192,6 +192,14 @@ def test_paths_read_back_as_written(path: str) -> None:
     assert drifts.format_path(drifts.parse_path(path)) == path
 
 
+def test_a_bracketed_key_may_go_without_its_quotes() -> None:
+    assert drifts.parse_path("metadata.labels[example.com/owner]") == [
+        "metadata",
+        "labels",
+        "example.com/owner",
+    ]
+
+
 @pytest.mark.parametrize("path", ["", ".spec", "spec..replicas", "spec[", "spec[x"])
 def test_a_malformed_path_is_refused(path: str) -> None:
     with pytest.raises(ValueError):

@@ -1,0 +1,127 @@
+"""Suspending and resuming a project or one environment (``nebula suspend|resume``).
+
+An admin or owner suspends, with a reason, e.g. during an incident. While suspended, polls
+still run and stage change sets, but nothing is applied: each stays ``draft`` with the note
+``Suspended by alice at 2026-12-01 10:00 UTC: <reason>`` (``applying``'s first check), no
+approval is requested, ``changeset apply``, redeploy and promote are refused with that message
+(``guards.check_suspended``), and self-heal stops (``engine.drifting``); rollbacks stay
+allowed and deployments already in flight finish. Resuming lets the newest draft change set
+that the suspension held go on by the normal rules (``applying.proceed``). Both are events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciler.admin import members, projects
+from reconciler.context import Context
+from reconciler.core.states import ChangeSetState
+from reconciler.errors import ConfigurationError, ConflictError, ForbiddenError
+from reconciler.requests import applying
+from reconciler.store import events, schema
+
+HELD = "Suspended by "  # how the note of a change set a suspension held begins
+MAX_REASON = 2000
+
+
+@dataclass
+class Outcome:
+    """What a suspend or resume did: the row it changed, and (resume) what went on."""
+
+    project: schema.Project
+    environment: schema.Environment | None
+    went_on: list[schema.ChangeSet] = field(default_factory=list)
+
+    @property
+    def target(self) -> schema.Project | schema.Environment:
+        return self.environment if self.environment is not None else self.project
+
+    @property
+    def where(self) -> str:
+        env = self.environment
+        return f"{self.project.slug}/{env.name}" if env is not None else self.project.slug
+
+
+def _target(session: Session, slug: str, env_name: str | None, who: str) -> Outcome:
+    role = members.role_of(session, who)
+    if role is None or not role.can_decide:
+        shown = f"{who} is a {role.value}" if role is not None else f"{who} is not a member"
+        raise ForbiddenError(
+            f"Only an admin or owner can suspend or resume a project; {shown}.",
+            hint="pass --as an admin or owner",
+        )
+    project = projects.get(session, slug)
+    env = projects.environment(session, project, env_name) if env_name is not None else None
+    return Outcome(project, env)
+
+
+def suspend(
+    session: Session, ctx: Context, slug: str, env_name: str | None, reason: str, who: str
+) -> Outcome:
+    """Suspend ``slug`` (or its environment ``env_name``) as ``who``, an admin or owner."""
+    outcome = _target(session, slug, env_name, who)
+    text = " ".join(reason.split())
+    if not text:
+        raise ConfigurationError(
+            "a suspension needs a reason", hint='e.g. --reason "incident 42: payments down"'
+        )
+    if len(text) > MAX_REASON:
+        raise ConfigurationError(f"the reason is longer than {MAX_REASON} characters")
+    row = outcome.target
+    current = projects.suspension_of(row)
+    if current is not None:
+        raise ConflictError(
+            f"{outcome.where} is already suspended ({current.message})",
+            hint=f"resume it first: nebula resume {_args(outcome)} --as NAME",
+        )
+    row.suspended_by, row.suspended_at, row.suspended_reason = who, ctx.clock.now(), text
+    events.suspension(
+        session,
+        ctx.clock.now(),
+        row,
+        f"Suspended {outcome.where}: {text}",
+        actor=who,
+        suspended=True,
+    )
+    return outcome
+
+
+def resume(session: Session, ctx: Context, slug: str, env_name: str | None, who: str) -> Outcome:
+    """Resume ``slug`` (or one environment) as ``who``; in each environment no longer held,
+    the newest draft change set the suspension held goes on by the normal rules."""
+    outcome = _target(session, slug, env_name, who)
+    row = outcome.target
+    if projects.suspension_of(row) is None:
+        held = projects.suspended(outcome.environment) if outcome.environment else None
+        extra = f" (its project is: {held.message})" if held is not None else ""
+        raise ConflictError(f"{outcome.where} is not suspended{extra}")
+    row.suspended_by = row.suspended_at = row.suspended_reason = None
+    events.suspension(
+        session, ctx.clock.now(), row, f"Resumed {outcome.where}", actor=who, suspended=False
+    )
+    session.flush()
+    environments = [outcome.environment] if outcome.environment else outcome.project.environments
+    for env in environments:
+        if env is None or projects.suspended(env) is not None:
+            continue  # still held (its project, or its own suspension)
+        newest = session.scalars(
+            select(schema.ChangeSet)
+            .where(
+                schema.ChangeSet.environment_id == env.id,
+                schema.ChangeSet.state == ChangeSetState.DRAFT.value,
+            )
+            .order_by(schema.ChangeSet.id.desc())
+            .limit(1)
+        ).first()
+        if newest is not None and (newest.note or "").startswith(HELD):
+            applying.proceed(session, ctx, newest)
+            outcome.went_on.append(newest)
+    return outcome
+
+
+def _args(outcome: Outcome) -> str:
+    env = outcome.environment
+    return f"{outcome.project.slug} --env {env.name}" if env is not None else outcome.project.slug
