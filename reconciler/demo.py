@@ -4,6 +4,8 @@ A fixtures sample project is committed to a temporary git repository and registe
 reconciler polls it, stages a change set per environment and walks every deployment through
 its stages on the simulated cluster, printing each step. Production is protected: its approval
 is shown waiting and decided by an admin. A second commit changes a variable and an image.
+Then web is scaled behind Nebula's back in both environments: staging (``self_heal = true``)
+is put back at its next drift check, production is shown drifted (``nebula diff``).
 Everything lives in a temporary directory that is removed at the end; nothing keeps running.
 """
 
@@ -22,12 +24,13 @@ from typing import TextIO
 
 import pygit2
 import uvicorn
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from reconciler import bootstrap, reconciling, views
 from reconciler.admin import members, projects
 from reconciler.context import Context
 from reconciler.core.states import ApprovalState, DecisionChannel
+from reconciler.engine import drifting
 from reconciler.requests import approvals, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
@@ -36,6 +39,7 @@ from reconciler.web.app import create_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
 PROJECT = "webapp"
+DRIFT_INTERVAL = timedelta(seconds=1)  # 3m by default: the demo checks every second
 
 
 class Demo:
@@ -43,7 +47,10 @@ class Demo:
         self.workdir = workdir
         self.out = out
         self.settings = Settings(
-            state_dir=workdir / "state", simulated_delay=delay, cluster="simulated"
+            state_dir=workdir / "state",
+            simulated_delay=delay,
+            cluster="simulated",
+            drift_interval=DRIFT_INTERVAL,
         )
         self.ctx: Context = bootstrap.open_context(self.settings)
         self.repo_path = workdir / f"{PROJECT}.git"
@@ -129,18 +136,68 @@ class Demo:
             )
         self.say(f"   {who} approved approval {approval_id}")
 
+    def drift(self) -> None:
+        """web scaled behind Nebula's back in both environments; the next checks find it."""
+        cluster = self.ctx.clusters.simulated()
+        with self.ctx.db.transaction() as session:
+            web = {
+                env.name: projects.unit(session, env, "web").active_release
+                for env in projects.get(session, PROJECT).environments
+            }
+        for env, release in web.items():
+            assert release is not None
+            ref = f"Deployment/web-r{release.number}"
+            cluster.edit(f"{PROJECT}-{env}", ref, "spec.replicas", 5)
+            self.say(f"   nebula simulated edit {PROJECT}-{env} {ref} spec.replicas 5")
+        with self.ctx.db.transaction() as session:
+            seen = session.scalar(select(func.max(schema.Event.id))) or 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not self.drift_seen(seen, len(web)):
+            time.sleep(0.2)
+            reconciling.run_once(self.ctx, PROJECT, poll=False)
+        for env, message in self.unit_events(seen):
+            self.say(f"   {env:<11} {message}")
+        self.say("   production has no self_heal: it stays drifted, as nebula diff shows")
+        for inspection in drifting.inspect(self.ctx, PROJECT, "production", "web"):
+            for text in inspection.diffs:
+                for line in text.splitlines():
+                    if line.startswith(("---", "+++")) or line[:1] in "+-":
+                        self.say(f"     {line}")
+
+    def drift_seen(self, after: int, environments: int) -> bool:
+        """Each environment's drift found, and staging's put back."""
+        messages = [message for _, message in self.unit_events(after)]
+        found = sum(message.startswith("Drift: ") for message in messages)
+        return found >= environments and "Drift cleared" in messages
+
+    def unit_events(self, after: int) -> list[tuple[str, str]]:
+        """(environment, message) of the drift and self-heal events after event ``after``."""
+        with self.ctx.db.transaction() as session:
+            rows = session.execute(
+                select(schema.Event, schema.Environment.name)
+                .join(schema.Environment, schema.Environment.id == schema.Event.environment_id)
+                .where(
+                    schema.Event.id > after,
+                    schema.Event.kind.in_([EventKind.DRIFT, EventKind.SELF_HEAL]),
+                )
+                .order_by(schema.Event.id)
+            ).all()
+        return [(env, str(event.message)) for event, env in rows]
+
     def status_table(self) -> None:
         with self.ctx.db.transaction() as session:
             data = views.project_status(session, projects.get(session, PROJECT))
         self.say(f"   project {data['slug']} at {str(data['commit'])[:7]}")
-        self.say(f"   {'ENVIRONMENT':<11} {'SERVICE':<7} {'KIND':<8} {'ACTIVE':<6} IMAGE")
+        self.say(
+            f"   {'ENVIRONMENT':<11} {'SERVICE':<7} {'KIND':<8} {'ACTIVE':<6} {'SYNC':<8} IMAGE"
+        )
         for env in data["environments"]:
             for unit in env["services"]:
                 image = str(unit["image"] or "-")
                 short = image if len(image) < 50 else image[: image.find("@") + 15] + "…"
                 self.say(
                     f"   {env['name']:<11} {unit['name']:<7} {unit['kind']:<8} "
-                    f"{unit['active_release'] or '-':<6} {short}"
+                    f"{unit['active_release'] or '-':<6} {unit['sync']:<8} {short}"
                 )
 
     # -- the story ----------------------------------------------------------------------------
@@ -179,6 +236,8 @@ class Demo:
         second = self.show_pending_approval()
         self.approve(second, "bob")  # a second admin this time: anyone but a requester may decide
         self.run_until_idle()
+        self.heading("Drift: web scaled to 5 replicas behind Nebula's back")
+        self.drift()
         self.heading("Status")
         self.status_table()
 

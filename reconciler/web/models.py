@@ -79,13 +79,19 @@ class DeploymentBrief(Out):
 
 
 class Drift(Out):
-    """One difference between what runs and the active release."""
+    """A field of an object that differs between what runs and the active release."""
 
     object: str = Field(description="Kind/name, e.g. Deployment/api-r3")
-    path: str | None = Field(default=None, description="e.g. spec.replicas (absent: missing)")
-    live: str | None = Field(default=None, description="the live value (null: not set)")
-    desired: str | None = Field(default=None, description="what the release sets")
-    missing: bool | None = Field(default=None, description="true: the object does not exist")
+    path: str = Field(description="e.g. spec.replicas")
+    live: str | None = Field(description="the live value (null: not set)")
+    desired: str | None = Field(description="what the release sets")
+
+
+class Missing(Out):
+    """An object of the active release that the cluster does not have."""
+
+    object: str = Field(description="Kind/name, e.g. Service/api")
+    missing: bool
 
 
 class ServiceStatus(Out):
@@ -97,7 +103,7 @@ class ServiceStatus(Out):
         description="in flight, or the last one if it did not go healthy"
     )
     sync: str = Field(description="synced, drifted or unknown (live objects vs active release)")
-    drift: list[Drift]
+    drift: list[Drift | Missing]
     blocker: str | None = Field(description="why sync is unknown: delivery (the cluster)")
     message: str | None
 
@@ -239,7 +245,7 @@ class UnitDiff(Out):
     service: str
     release: str
     sync: str = Field(description="synced or drifted")
-    drift: list[Drift]
+    drift: list[Drift | Missing]
     diff: str = Field(description="a unified diff: --- live/Kind/name, +++ r-N/Kind/name")
 
 

@@ -42,9 +42,20 @@ def test_the_demo_runs_the_main_job_end_to_end_and_cleans_up() -> None:
     assert re.search(r"staging\s+web\s+r-2\s+healthy", out)
     assert "bob approved approval 2" in out
     assert re.search(
-        r"production\s+web\s+service\s+r-2\s+registry\.example\.com/webapp/web@sha256:5d41402", out
+        r"production\s+web\s+service\s+r-2\s+\w+\s+registry\.example\.com/webapp/web@sha256:5d41402",
+        out,
     )
-    assert re.search(r"production\s+db\s+database\s+r-1\s+postgres:16", out)
+    assert re.search(r"production\s+db\s+database\s+r-1\s+synced\s+postgres:16", out)
+    # web scaled behind Nebula's back: staging (self_heal) puts it back, production shows it.
+    assert re.search(
+        r"staging\s+Drift: Deployment/web-r2 spec\.replicas is 5, release r-2 says 1\n"
+        r"\s+staging\s+Self-heal: re-applied Deployment/web-r2 \(spec\.replicas 5 -> 1\)\n"
+        r"\s+staging\s+Drift cleared",
+        out,
+    )
+    assert "production  Drift: Deployment/web-r2 spec.replicas is 5, release r-2 says 3" in out
+    assert "--- live/Deployment/web-r2\n     +++ r-2/Deployment/web-r2" in out
+    assert re.search(r"production\s+web\s+service\s+r-2\s+drifted", out)
     # Nothing is left: the temporary state directory is gone.
     state = re.search(r"state: (\S+) \(SQLite\)", out)
     assert state is not None

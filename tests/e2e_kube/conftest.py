@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -89,6 +90,13 @@ def pod_server(kubelet: TestKubelet) -> Iterator[PodServer]:
 def kube_nebula(
     tmp_path: Path, kubeconfig: Path, kube_api: KubeAPI, kubelet: TestKubelet, project: str
 ) -> Iterator[KubeNebula]:
+    yield from kube_nebula_with(tmp_path, kubeconfig, kube_api, project)
+
+
+def kube_nebula_with(
+    tmp_path: Path, kubeconfig: Path, kube_api: KubeAPI, project: str, **overrides: Any
+) -> Iterator[KubeNebula]:
+    """``kube_nebula`` with other settings: ``yield from kube_nebula_with(..., x=y)``."""
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'nebula.db'}",
         state_dir=tmp_path / "state",
@@ -96,6 +104,7 @@ def kube_nebula(
         kubeconfig=str(kubeconfig),
         readiness_timeout=READINESS_TIMEOUT,
         route_activation_timeout=ROUTE_ACTIVATION_TIMEOUT,
+        **overrides,
     )
     ctx = bootstrap.open_context(settings, SystemClock())
     yield KubeNebula(ctx, project)

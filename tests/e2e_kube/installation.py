@@ -167,6 +167,12 @@ class KubeNebula:
         """Tick until the deployment is in ``state``."""
         self.settle(lambda: self.state(deployment_id) == state, timeout)
 
+    def kind_events(self) -> list[tuple[str, str | None]]:
+        """(kind, message) of every event, oldest first."""
+        with self.ctx.db.transaction() as session:
+            rows = session.scalars(select(schema.Event).order_by(schema.Event.id))
+            return [(e.kind, e.message) for e in rows]
+
     def unit_events(self) -> list[tuple[str | None, str | None]]:
         """(state, message) of the unit events (teardowns), oldest first."""
         with self.ctx.db.transaction() as session:

@@ -32,6 +32,7 @@ def project(
     environments: tuple[str, ...] = ("staging", "production"),
     protected: tuple[str, ...] = ("production",),
     replicas: int = 1,
+    self_heal: tuple[str, ...] = (),
 ) -> str:
     """An http service ``web`` (reading the database when there is one), a worker without a
     port that only knows web's address, and a Postgres database."""
@@ -40,6 +41,8 @@ def project(
         text += f"[environments.{env}]\n"
         if env in protected:
             text += "protected = true\n"
+        if env in self_heal:
+            text += "self_heal = true\n"
     if database:
         text += '\n[databases.db]\nversion = "16"\nvolume_size = "1Gi"\n'
     text += f'''
@@ -71,8 +74,13 @@ SITE_URL = "http://${{{{ host(web) }}}}"
     return text
 
 
-def web_only(web: str = WEB, replicas: int = 1) -> str:
+def web_only(web: str = WEB, replicas: int = 1, self_heal: bool = False) -> str:
     """Just the http service, in staging: for scenarios about one deployment at a time."""
     return project(
-        web=web, worker=None, database=False, environments=("staging",), replicas=replicas
+        web=web,
+        worker=None,
+        database=False,
+        environments=("staging",),
+        replicas=replicas,
+        self_heal=("staging",) if self_heal else (),
     )

@@ -80,10 +80,11 @@ def kube_harness(
     project: str,
     pod_http_port: int,
 ) -> Iterator[KubernetesHarness]:
-    harness = KubernetesHarness(
-        proxied_cluster, kube_api.rest, kubelet, fault_proxy, project, pod_http_port
-    )
-    yield harness
+    with kube_api.api_client() as official:
+        harness = KubernetesHarness(
+            proxied_cluster, kube_api.rest, kubelet, fault_proxy, project, pod_http_port, official
+        )
+        yield harness
     kube_api.delete_namespace(harness.namespace)
 
 

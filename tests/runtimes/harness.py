@@ -18,11 +18,14 @@ from datetime import timedelta
 from http.server import ThreadingHTTPServer
 from typing import Any, Protocol, TypeVar
 
+from kubernetes import client
+
 from reconciler.clock import FakeClock
 from reconciler.core.states import Blocker
 from reconciler.runtimes.cluster import Cluster, ReleaseObjects
 from reconciler.runtimes.kubernetes import KubernetesCluster
 from reconciler.runtimes.simulated import SimulatedCluster
+from tests.infra import outofband
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
 from tests.infra.kuberest import KubeRest, KubeRestError
@@ -70,6 +73,12 @@ class Harness(Protocol):
     def names(self, kind: str) -> set[str]:
         """Names of the ``kind`` objects in the project's namespace (not being deleted)."""
 
+    def edit(self, objects: ReleaseObjects, ref: str, path: str, value: Any) -> None:
+        """Change a live object behind Nebula's back (another field manager, on Kubernetes)."""
+
+    def delete(self, objects: ReleaseObjects, ref: str) -> None:
+        """Delete a live object behind Nebula's back."""
+
 
 class SimulatedHarness:
     name = "simulated"
@@ -108,6 +117,12 @@ class SimulatedHarness:
         found = self.cluster.objects("" if kind == "Namespace" else namespace)
         return {str(m["metadata"]["name"]) for m in found if m.get("kind") == kind}
 
+    def edit(self, objects: ReleaseObjects, ref: str, path: str, value: Any) -> None:
+        self.cluster.edit(objects.namespace, ref, path, value)
+
+    def delete(self, objects: ReleaseObjects, ref: str) -> None:
+        self.cluster.delete(objects.namespace, ref)
+
 
 class KubernetesHarness:
     """The Kubernetes runtime on the real API server, through the fault proxy."""
@@ -122,8 +137,10 @@ class KubernetesHarness:
         proxy: FaultProxy,
         project: str,
         http_port: int,
+        official: client.ApiClient,
     ) -> None:
         self.cluster = cluster
+        self.official = official  # the kubernetes client people use, straight to the API server
         self.rest = rest
         self.kubelet = kubelet
         self.proxy = proxy
@@ -201,6 +218,12 @@ class KubernetesHarness:
 
     def get(self, kind: str, name: str) -> Any:
         return self.rest.get(f"{COLLECTIONS[kind].format(ns=self.namespace)}/{name}")
+
+    def edit(self, objects: ReleaseObjects, ref: str, path: str, value: Any) -> None:
+        outofband.edit(self.official, objects.namespace, ref, path, value)
+
+    def delete(self, objects: ReleaseObjects, ref: str) -> None:
+        outofband.delete(self.official, objects.namespace, ref)
 
 
 def release_command_image(image: str) -> str:

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from reconciler.core.drifts import Drift
 from reconciler.core.states import Blocker
+from reconciler.engine.drifting import compare
 from reconciler.errors import TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
     Cluster,
@@ -286,6 +288,94 @@ def test_teardown_deletes_the_unit_and_is_already_clean_the_second_time(harness:
     assert harness.cluster.selected_release(objects.namespace, "api") is None
 
 
+# -- live state ------------------------------------------------------------------------------
+
+
+def active(harness: Harness, **options: Any) -> ReleaseObjects:
+    """Release r-1 started, Ready and serving (the stable Service points at it)."""
+    objects = started(harness, 1, cron=True, **options)
+    ready(harness, objects)
+    harness.cluster.activate(objects)
+    return objects
+
+
+def drift_of(
+    harness: Harness, objects: ReleaseObjects, expected: tuple[Drift, ...]
+) -> tuple[Drift, ...]:
+    """The release's drift once it is ``expected`` (a watch takes a moment to bring a change)."""
+    return harness.until(
+        lambda: compare(objects, harness.cluster.live(objects)),
+        lambda found: found == expected,
+        f"drift {expected}",
+    )
+
+
+def test_a_release_as_applied_has_no_drift(harness: Harness) -> None:
+    objects = active(harness)
+
+    live = harness.cluster.live(objects)
+
+    # What the API server defaults, respells or adds (status, uid, managedFields ...) is none.
+    assert sorted(live) == [
+        "ConfigMap/api-r1-vars",
+        "CronJob/api-r1-nightly",
+        "Deployment/api-r1",
+        "Service/api",
+        "Service/api-r1",
+    ]
+    assert all(obj is not None for obj in live.values())
+    assert compare(objects, live) == ()
+
+
+def test_changes_behind_nebulas_back_are_drift_and_heal_puts_them_back(harness: Harness) -> None:
+    objects = active(harness)
+    harness.edit(objects, "Deployment/api-r1", "spec.replicas", 5)
+    harness.edit(objects, "ConfigMap/api-r1-vars", "data.LOG_LEVEL", "debug")
+    harness.delete(objects, "Service/api")
+
+    found = drift_of(
+        harness,
+        objects,
+        (
+            Drift("ConfigMap/api-r1-vars", "data.LOG_LEVEL", "debug", "info"),
+            Drift("Deployment/api-r1", "spec.replicas", "5", "2"),
+            Drift("Service/api", missing=True),
+        ),
+    )
+    harness.cluster.heal(objects, [d.object for d in found])
+
+    drift_of(harness, objects, ())
+    assert harness.cluster.selected_release(objects.namespace, "api") == "r-1"
+
+
+def test_an_annotation_or_label_another_manager_adds_is_not_drift(harness: Harness) -> None:
+    objects = active(harness)
+    harness.edit(objects, "Deployment/api-r1", "metadata.annotations.team", "payments")
+    harness.edit(objects, "Service/api", "metadata.labels.owner", "ops")
+    harness.edit(objects, "Deployment/api-r1", "spec.replicas", 3)  # ... which is, to show
+    # the watch brought the changes before the annotation is judged
+
+    drift_of(harness, objects, (Drift("Deployment/api-r1", "spec.replicas", "3", "2"),))
+
+
+def test_heal_applies_only_the_objects_named(harness: Harness) -> None:
+    objects = active(harness)
+    harness.edit(objects, "Deployment/api-r1", "spec.replicas", 5)
+    harness.edit(objects, "ConfigMap/api-r1-vars", "data.LOG_LEVEL", "debug")
+    drift_of(
+        harness,
+        objects,
+        (
+            Drift("ConfigMap/api-r1-vars", "data.LOG_LEVEL", "debug", "info"),
+            Drift("Deployment/api-r1", "spec.replicas", "5", "2"),
+        ),
+    )
+
+    harness.cluster.heal(objects, ["Deployment/api-r1"])
+
+    drift_of(harness, objects, (Drift("ConfigMap/api-r1-vars", "data.LOG_LEVEL", "debug", "info"),))
+
+
 # -- the API unreachable ---------------------------------------------------------------------
 
 CALLS: dict[str, Callable[[Cluster, ReleaseObjects], object]] = {
@@ -300,6 +390,8 @@ CALLS: dict[str, Callable[[Cluster, ReleaseObjects], object]] = {
     "drain": lambda c, o: c.drain(o.namespace, o.unit, "r-0"),
     "remove": lambda c, o: c.remove(o.namespace, o.unit, "r-0"),
     "teardown": lambda c, o: c.teardown(o.namespace, o.unit),
+    "live": lambda c, o: c.live(o),
+    "heal": lambda c, o: c.heal(o, ["Deployment/api-r1"]),
 }
 
 

@@ -11,8 +11,8 @@ from typing import TypeVar
 import httpx
 
 from fixtures import loading
-from reconciler.admin import members
-from reconciler.requests import actions
+from reconciler.admin import members, projects
+from reconciler.requests import actions, suspending
 from reconciler.store import schema
 from reconciler.web.app import create_app
 from tests.plugins.git import GitRepo
@@ -71,6 +71,20 @@ class Acting:
             assert row is not None
             session.expunge(row)
             return row
+
+    def suspended(self, env: str) -> str | None:
+        """Who suspended ``env`` of the shop (None: it is not suspended)."""
+        with self.nebula.ctx.db.transaction() as session:
+            row = projects.environment(session, projects.get(session, "shop"), env)
+            return row.suspended_by
+
+    def suspend(self, env: str) -> None:
+        with self.nebula.ctx.db.transaction() as session:
+            suspending.suspend(session, self.nebula.ctx, "shop", env, "set up", "olga")
+
+    def resume(self, env: str) -> None:
+        with self.nebula.ctx.db.transaction() as session:
+            suspending.resume(session, self.nebula.ctx, "shop", env, "olga")
 
     def deployment_count(self) -> int:
         with self.nebula.ctx.db.transaction() as session:

@@ -1,8 +1,8 @@
 """Every write endpoint of the JSON API, called as every kind of caller: the status it answers,
 and that a refused call changed nothing (a permitted one is recorded under the token's member).
 
-Deciding an approval takes an admin or an owner; asking for a deployment (rollback, promote,
-redeploy) or cancelling one takes any member; without a valid token nothing happens (401),
+Deciding an approval, suspending or resuming takes an admin or an owner; asking for a
+deployment (rollback, promote, redeploy) or cancelling one takes any member; without a valid token nothing happens (401),
 and the token is checked first, so an anonymous caller cannot learn what exists.
 """
 
@@ -70,6 +70,26 @@ def _cancel(acting: Acting, who: str | None) -> tuple[int, bool]:
     return response.status_code, acting.deployment(deployment).state == "cancelled"
 
 
+def _suspend(acting: Acting, who: str | None) -> tuple[int, bool]:
+    response = acting.post(
+        "/api/v1/projects/shop/suspend", who, json={"env": "production", "reason": "incident"}
+    )
+    suspended = acting.suspended("production")
+    if suspended is not None:
+        assert suspended == who, "recorded under the token's member"
+        acting.resume("production")  # as it was, for the next call
+    return response.status_code, suspended is not None
+
+
+def _resume(acting: Acting, who: str | None) -> tuple[int, bool]:
+    acting.suspend("production")
+    response = acting.post("/api/v1/projects/shop/resume", who, json={"env": "production"})
+    resumed = acting.suspended("production") is None
+    if not resumed:
+        acting.resume("production")
+    return response.status_code, resumed
+
+
 DECIDE = {"no token": 401, "bad token": 401, "member": 403, "admin": 200, "owner": 200}
 ASK = {"no token": 401, "bad token": 401, "member": 200, "admin": 200, "owner": 200}
 
@@ -92,6 +112,8 @@ ENDPOINTS = {
         _ask("redeploy", {"environment": "staging"}),
     ),
     "cancel": Endpoint("/api/v1/deployments/{deployment_id}/cancel", ASK, _cancel),
+    "suspend": Endpoint("/api/v1/projects/{slug}/suspend", DECIDE, _suspend),
+    "resume": Endpoint("/api/v1/projects/{slug}/resume", DECIDE, _resume),
 }
 
 
@@ -160,6 +182,8 @@ def test_a_role_change_takes_effect_for_existing_tokens(acting: Acting) -> None:
         ("/api/v1/projects/shop/services/nothing/rollback", {"environment": "staging"}),
         ("/api/v1/projects/shop/services/api/promote", {"from": "staging", "to": "nowhere"}),
         ("/api/v1/deployments/999999/cancel", None),
+        ("/api/v1/projects/nowhere/suspend", {"reason": "incident"}),
+        ("/api/v1/projects/nowhere/resume", {"environment": "production"}),
     ],
 )
 def test_without_a_token_nothing_is_learnt_about_what_exists(
