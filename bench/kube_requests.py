@@ -1,8 +1,8 @@
 """What a deployment costs the Kubernetes API server, with the watch cache and with direct
 reads (the cache turned off) as the baseline, in the same run.
 
-    python bench/kube_requests.py [--late 20] [--units 10] [--idle 60] [--mode deploy|idle|both]
-                                  [--strict] [--verbose]
+    python bench/kube_requests.py [--late 20] [--units 10] [--idle 60] [--drift-every 5]
+                                  [--mode deploy|idle|drift|both|all] [--strict] [--verbose]
 
 Starts the test control plane (tests/infra: etcd, kube-apiserver 1.20 and the controller
 manager, with the test kubelet playing the node), then for each contender, through the engine
@@ -14,9 +14,14 @@ manager, with the test kubelet playing the node), then for each contender, throu
   namespace), so each pays for its own informers. Requests per deployment, and late/at once.
 - **idle**: ``--units`` services healthy in one project, then ``--idle`` seconds of reconcile
   ticks (one a second) with nothing to do: the requests counted meanwhile, and the watches open.
+- **drift**: the same, idle with drift checks: NEBULA_DRIFT_INTERVAL is ``--drift-every``
+  seconds (3m by default), so every unit's live objects are compared with its release about
+  ``idle / drift-every`` times (the first check of each, when it went healthy, started the
+  informers of the kinds a check reads): the requests counted over ``--idle`` seconds after one
+  more round, and the checks made.
 
 Targets (the watch cache): <= 25 requests per deployment, late/at once <= 1.3x, and no request
-while idle. ``--strict`` exits 1 when a target is missed.
+while idle, with or without drift checks. ``--strict`` exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reconciler import bootstrap
+from reconciler import bootstrap, reconciling
 from reconciler.cli import common
 from reconciler.clock import SystemClock
 from reconciler.runtimes.registry import Clusters
@@ -59,6 +65,10 @@ class Figures:
     late: Counter[apimetrics.Series] = field(default_factory=Counter)
     idle: Counter[apimetrics.Series] = field(default_factory=Counter)
     watches: int = 0  # open at the end of the idle period
+    drift: Counter[apimetrics.Series] = field(default_factory=Counter)
+    drift_warmup: Counter[apimetrics.Series] = field(default_factory=Counter)
+    drift_watches: int = 0
+    checks: int = 0  # drift checks made while counting
 
     @property
     def ratio(self) -> float:
@@ -116,13 +126,41 @@ class Bench:
     ) -> tuple[Counter[apimetrics.Series], int]:
         self.kubelet.script(image, Behaviour.RUNNING, serve_port=self.port)
         nebula, _ = self.project(many_services(image, units))
+        spent, watches, _ = self._ticking(nebula, seconds)
+        return spent, watches
+
+    def drift(self, image: str, units: int, seconds: float, every: float, figures: Figures) -> None:
+        """Idle with drift checks every ``every`` seconds: a warm-up round, then the count."""
+        self.kubelet.script(image, Behaviour.RUNNING, serve_port=self.port)
+        nebula, _ = self.project(many_services(image, units))
+        default = self.ctx.settings
+        self.ctx.settings = default.with_(drift_interval=timedelta(seconds=every))
+        try:
+            before = apimetrics.read(self.api.rest)
+            time.sleep(every)
+            # Every unit is due: a round of checks (the first was when they went healthy).
+            reconciling.run_once(self.ctx, nebula.project, poll=False)
+            figures.drift_warmup = apimetrics.read(self.api.rest) - before
+            figures.drift, figures.drift_watches, figures.checks = self._ticking(nebula, seconds)
+        finally:
+            self.ctx.settings = default
+        unsynced = [u for u in nebula.units().values() if u["sync"] != "synced"]
+        if unsynced:
+            raise SystemExit(f"a drift check did not find the units synced: {unsynced}")
+
+    def _ticking(
+        self, nebula: KubeNebula, seconds: float
+    ) -> tuple[Counter[apimetrics.Series], int, int]:
+        """Reconcile ticks, one a second, for ``seconds``: (requests, watches open, checks)."""
         before = apimetrics.read(self.api.rest)
+        checks = 0
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            nebula.tick()
+            # This project only: the other contender's units are checked by their own run.
+            checks += reconciling.run_once(self.ctx, nebula.project, poll=False).checked
             time.sleep(min(1.0, max(0.0, left)))
         after = apimetrics.read(self.api.rest)
-        return after - before, sum(after.watching.values())
+        return after - before, sum(after.watching.values()), checks
 
 
 def many_services(image: str, units: int) -> str:
@@ -151,10 +189,22 @@ def run(args: argparse.Namespace, bench: Bench) -> list[Figures]:
             figures.at_once = bench.deploy(projects.image("web", f"quick-{n}"), 0.2)
             print(f"  {contender}: deploying, Ready after {args.late:.0f} s ...", flush=True)
             figures.late = bench.deploy(projects.image("web", f"late-{n}"), args.late)
-        if args.mode in ("idle", "both"):
+        if args.mode in ("idle", "both", "all"):
             print(f"  {contender}: {args.units} units healthy, {args.idle:.0f} s idle ...")
             figures.idle, figures.watches = bench.idle(
                 projects.image("web", f"idle-{n}"), args.units, args.idle
+            )
+        if args.mode in ("drift", "all"):
+            print(
+                f"  {contender}: {args.units} units healthy, {args.idle:.0f} s idle, drift "
+                f"checks every {args.drift_every:g} s ..."
+            )
+            bench.drift(
+                projects.image("web", f"drift-{n}"),
+                args.units,
+                args.idle,
+                args.drift_every,
+                figures,
             )
         results.append(figures)
     return results
@@ -165,7 +215,7 @@ def report(args: argparse.Namespace, results: list[Figures]) -> list[str]:
     total = apimetrics.total
     print()
     print(f"{'':34}{'watch cache':>14}{'direct reads':>14}{'cache/direct':>14}")
-    if args.mode in ("deploy", "both"):
+    if args.mode in ("deploy", "both", "all"):
         print("Requests per deployment (2-replica http service, first of its project)")
         for label, attr in (
             ("Ready at once", "at_once"),
@@ -174,27 +224,47 @@ def report(args: argparse.Namespace, results: list[Figures]) -> list[str]:
             a, b = total(getattr(cache, attr)), total(getattr(direct, attr))
             print(f"  {label:32}{a:>14}{b:>14}{a / max(1, b):>13.2f}x")
         print(f"  {'late / at once':32}{cache.ratio:>13.2f}x{direct.ratio:>13.2f}x")
-    if args.mode in ("idle", "both"):
+    if args.mode in ("idle", "both", "all"):
         print(f"Idle: {args.units} services healthy, {args.idle:.0f} s of ticks")
         print(f"  {'requests':32}{total(cache.idle):>14}{total(direct.idle):>14}")
         print(f"  {'watches open at the end':32}{cache.watches:>14}{direct.watches:>14}")
+    if args.mode in ("drift", "all"):
+        _drift_report(args, cache, direct)
     if args.verbose:
         for figures in results:
-            for name in ("at_once", "late", "idle"):
+            for name in ("at_once", "late", "idle", "drift_warmup", "drift"):
                 counts: Counter[apimetrics.Series] = getattr(figures, name)
                 print(f"\n{figures.contender}, {name}:")
                 for series, count in sorted(counts.items(), key=lambda i: (-i[1], str(i[0]))):
                     print(f"  {count:>5}  {series.verb} {series.resource} {series.code}")
     misses = []
-    if args.mode in ("deploy", "both"):
+    if args.mode in ("deploy", "both", "all"):
         for label, counts in (("at once", cache.at_once), ("late", cache.late)):
             if total(counts) > MOST_PER_DEPLOYMENT:
                 misses.append(f"{label}: {total(counts)} requests > {MOST_PER_DEPLOYMENT}")
         if cache.ratio > MOST_RATIO:
             misses.append(f"late/at once {cache.ratio:.2f}x > {MOST_RATIO}x")
-    if args.mode in ("idle", "both") and total(cache.idle) > 0:
+    if args.mode in ("idle", "both", "all") and total(cache.idle) > 0:
         misses.append(f"idle: {total(cache.idle)} requests > 0")
+    if args.mode in ("drift", "all") and total(cache.drift) > 0:
+        misses.append(f"idle with drift checks: {total(cache.drift)} requests > 0")
     return misses
+
+
+def _drift_report(args: Any, cache: Figures, direct: Figures) -> None:
+    total = apimetrics.total
+    print(
+        f"Idle with drift checks: {args.units} services, {args.idle:.0f} s, "
+        f"NEBULA_DRIFT_INTERVAL={args.drift_every:g}s"
+    )
+    print(f"  {'drift checks made':32}{cache.checks:>14}{direct.checks:>14}")
+    print(f"  {'requests':32}{total(cache.drift):>14}{total(direct.drift):>14}")
+    per = [total(f.drift) / max(1, f.checks) for f in (cache, direct)]
+    print(f"  {'requests per check':32}{per[0]:>14.2f}{per[1]:>14.2f}")
+    print(
+        f"  {'first round (warm-up) requests':32}{total(cache.drift_warmup):>14}{total(direct.drift_warmup):>14}"
+    )
+    print(f"  {'watches open at the end':32}{cache.drift_watches:>14}{direct.drift_watches:>14}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--late", type=float, default=20.0)
     parser.add_argument("--units", type=int, default=10)
     parser.add_argument("--idle", type=float, default=60.0)
-    parser.add_argument("--mode", choices=["deploy", "idle", "both"], default="both")
+    parser.add_argument("--drift-every", type=float, default=5.0)
+    parser.add_argument(
+        "--mode", choices=["deploy", "idle", "drift", "both", "all"], default="both"
+    )
     parser.add_argument("--strict", action="store_true")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)

@@ -52,11 +52,13 @@ def test_a_push_goes_healthy_in_two_environments(
     status = kube_nebula.status()
     assert (status["blocker"], status["commit"]) == (None, git_repo.head())
     everything = {(env, service) for env in DIRECT for service in ("db", "web", "worker")}
-    # `status` shows a unit's deployment only while in flight or when it did not go healthy.
+    # `status` shows a unit's deployment only while in flight or when it did not go healthy;
+    # each was checked against the live objects once healthy, and what the API server defaults
+    # (a StatefulSet's claim templates, a Service's cluster IP ...) is no drift.
     assert {
-        key: (unit["status"], unit["active_release"], unit["deployment"])
+        key: (unit["status"], unit["active_release"], unit["deployment"], unit["sync"])
         for key, unit in kube_nebula.units().items()
-    } == dict.fromkeys(everything, ("active", "r-1", None))
+    } == dict.fromkeys(everything, ("active", "r-1", None, "synced"))
     assert {
         (d["environment"], d["service"]): (d["release"], d["state"], d["blocker"])
         for d in kube_nebula.deployments()

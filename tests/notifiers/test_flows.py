@@ -288,3 +288,36 @@ def test_the_request_for_an_update_shows_its_diff_and_what_the_manifests_change(
     assert "Created: `ConfigMap/api-r2-vars`, `Deployment/api-r2`, `Service/api-r2`" in shown
     assert "Configured: `Service/api`" in shown
     assert "Deleted: `ConfigMap/api-r1-vars`, `Deployment/api-r1`, `Service/api-r1`" in shown
+
+
+def test_a_drift_episode_is_announced_once_and_the_next_episode_again(
+    flow: Flow, slack_server: SlackServer
+) -> None:
+    flow.project(text=nebula_toml())  # staging deploys; production waits for its approval
+    flow.reconcile()
+    cluster = flow.ctx.clusters.simulated()
+    db = "StatefulSet/db"
+    for replicas in (0, 2):  # one episode, growing: one notice
+        cluster.edit("shop-staging", db, "spec.replicas", replicas)
+        flow.clock.advance(minutes=3)
+        flow.reconcile()
+        flow.deliver()
+    cluster.edit("shop-staging", db, "spec.replicas", 1)  # cleared ...
+    flow.clock.advance(minutes=3)
+    flow.reconcile()
+    cluster.delete("shop-staging", "Service/db")  # ... and a second episode
+    flow.clock.advance(minutes=3)
+    flow.reconcile()
+    flow.deliver()
+
+    drifts = [m for _, m in sorted(slack_server.messages.items()) if "drifted" in m["text"]]
+    assert [m["text"] for m in drifts] == [
+        "shop/staging: db drifted from r-1 (1 difference)",
+        "shop/staging: db drifted from r-1 (1 difference)",
+    ]
+    assert drifts[0]["blocks"][0]["text"]["text"] == "Drift: db r-1 in shop/staging"
+    assert "StatefulSet/db spec.replicas: 0 (r-1: 1)" in drifts[0]["blocks"][1]["text"]["text"]
+    assert "Service/db is missing" in drifts[1]["blocks"][1]["text"]["text"]
+    assert "nebula diff shop --env staging" in drifts[0]["blocks"][2]["text"]["text"]
+    keys = [k for k in delivered_keys(slack_server) if k.startswith("unit-drifted:")]
+    assert len(keys) == 2 and all(delivered_keys(slack_server)[k] == 1 for k in keys)

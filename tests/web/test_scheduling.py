@@ -174,3 +174,31 @@ def test_stopping_waits_for_work_and_releases_this_replicas_leases(three: Nebula
         assert [lease.owner for lease in session.query(schema.Lease)] == ["other:1"]
     scheduler.poll_soon("gamma")  # ignored once stopped
     assert not scheduler.running
+
+
+def test_drift_checks_run_on_one_replica_at_a_time(nebula: Nebula, git_repo: GitRepo) -> None:
+    git_repo.commit({"nebula.toml": shop_toml(production=False)}, "First version")
+    nebula.ok(f"project add shop --repo {git_repo.url}")
+    set_canary(nebula.ctx, "shop", ("staging",))
+    nebula.settle()  # healthy, and checked once since
+    nebula.ok("simulated edit shop-staging Deployment/api-r1 spec.replicas 5")
+    scheduler = scheduling.Scheduler(nebula.ctx)
+    assert scheduler.check_drift() == 0  # not due: checked a moment ago
+
+    nebula.clock.advance(minutes=3)
+    with nebula.ctx.db.transaction() as session:
+        session.add(
+            schema.Lease(
+                name="timer:drift",
+                owner="other:1",
+                expires_at=nebula.clock.now() + timedelta(seconds=30),
+            )
+        )
+    assert scheduler.check_drift() == 0  # another live replica is checking
+    assert nebula.unit("staging", "api")["sync"] == "synced"
+
+    nebula.clock.advance(seconds=31)  # ... and died: its lease is taken over
+    assert scheduler.check_drift() == 2
+    assert nebula.unit("staging", "api")["sync"] == "drifted"
+    with nebula.ctx.db.transaction() as session:
+        assert session.query(schema.Lease).filter_by(name="timer:drift").count() == 0

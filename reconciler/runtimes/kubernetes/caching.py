@@ -13,7 +13,9 @@ each kind with the selectors in ``kinds``, an informer unused for ``idle`` secon
 namespace's last unit is torn down. ``close()`` stops every informer and waits for their threads.
 
 ``wrote(obj)`` is told of every object Nebula applies, so that a check right after a write
-never reads a version older than the write (``stores.Store.expect``).
+never reads a version older than the write (``stores.Store.expect``). ``settle(kinds, ns)``
+starts several informers at once and waits briefly for their first lists, for a reader (the
+drift check) that would rather wait a moment than read each object directly once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from reconciler.runtimes.kubernetes.stores import Store, resource_version
 from reconciler.runtimes.kubernetes.watching import Informer, Source
 
 IDLE = 30 * 60.0  # seconds an informer nobody read is kept
+SETTLE_POLL = 0.02  # seconds between looks while ``settle`` waits for a first list
 # (the kind's source in a namespace, its apiVersion), or None when the server serves no such kind
 Sources = Callable[[Watched, str], tuple[Source, str] | None]
 Informers = Callable[[Store, Source, str], Informer]
@@ -87,6 +90,21 @@ class Cache:
 
     def synced(self, kind: str, namespace: str) -> bool:
         return self.view(kind, namespace) is not None
+
+    def settle(self, kinds: Iterable[str], namespace: str, timeout: float) -> bool:
+        """Starts the informers of ``kinds`` in ``namespace`` that are not running and waits up
+        to ``timeout`` seconds for them to sync, unless one is failing (then the caller reads
+        the API server at once, as without a cache). True when every one can answer now."""
+        wanted = [k for k in dict.fromkeys(kinds) if k in KINDS]
+        deadline = self._monotonic() + timeout
+        while True:
+            pending = [k for k in wanted if self.view(k, namespace) is None]
+            if not pending or not self.enabled:
+                return not pending
+            informers = [self.informer(k, namespace) for k in pending]
+            if any(i is None or i.failures for i in informers) or self._monotonic() >= deadline:
+                return False
+            time.sleep(SETTLE_POLL)
 
     def wrote(self, obj: Mapping[str, Any], namespace: str | None = None) -> None:
         """Nebula applied ``obj`` (as the API server answered): reads of it wait for it."""

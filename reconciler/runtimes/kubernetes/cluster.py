@@ -10,11 +10,11 @@ the API server is its writes, not how long it takes to become ready. Every objec
 reported to the cache, so that a check right after the write cannot read an older version.
 ``close()`` stops the informers; tearing down a namespace's last unit drops its informers.
 
-Drift checks (``live``) read the objects of a release through the same cache: each kind Nebula
-applies in a namespace is watched from its first apply there, so a check of a unit that was
-deployed by this process costs no request at all; one of a unit deployed before a restart reads
-the API server directly once, while the informers it started sync. Self-heal (``heal``) is the
-stages' own server-side apply, forcing Nebula's fields back.
+Drift checks (``live``) read the objects of a release through the same cache: the first check
+in a namespace starts the informers of the kinds it reads and waits a moment (``SETTLE``) for
+their first lists, and every later check costs no request at all while nothing changes (a
+cache that cannot sync in time, or is failing, is read around: the API server answers). Self-
+heal (``heal``) is the stages' own server-side apply, forcing Nebula's fields back.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ LOG_LINES = 20
 LOG_BYTES = 4096
 # What a unit that is still there has in its namespace, whatever else was torn down.
 WORKLOADS = ("Deployment", "StatefulSet", "CronJob")
+SETTLE = 2.0  # seconds a drift check waits for informers it started to sync
 
 
 class KubernetesCluster:
@@ -98,8 +99,6 @@ class KubernetesCluster:
         self.transport.close()
 
     def _apply(self, manifest: Manifest, namespace: str, blocker: Blocker) -> None:
-        # Watched from the first apply of its kind here: the drift checks read it from memory.
-        self.cache.view(str(manifest.get("kind") or ""), namespace)
         applied = self.applier.apply(manifest, namespace=namespace, blocker=blocker)
         self.cache.wrote(applied, namespace)
 
@@ -290,7 +289,6 @@ class KubernetesCluster:
     # -- activating and draining -------------------------------------------------------------
 
     def activate(self, objects: ReleaseObjects) -> None:
-        self.cache.view("Service", objects.namespace)
         applied = activating.activate(self.applier, objects)
         if applied is not None:
             self.cache.wrote(applied, objects.namespace)
@@ -305,8 +303,10 @@ class KubernetesCluster:
         self.remover.remove(namespace, unit, release)
 
     def live(self, objects: ReleaseObjects) -> Live:
+        manifests = checked(objects)
+        self.cache.settle((str(m.get("kind")) for m in manifests), objects.namespace, SETTLE)
         found: Live = {}
-        for manifest in checked(objects):
+        for manifest in manifests:
             resource, name, namespace = self.applier.locate(manifest, objects.namespace)
             kind = str(manifest.get("kind"))
             found[drifts.reference(manifest)] = self.reader.get(
