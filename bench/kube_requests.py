@@ -184,7 +184,7 @@ def run(args: argparse.Namespace, bench: Bench) -> list[Figures]:
     for n, contender in enumerate(CONTENDERS):
         bench.use(watch=contender == "watch cache")
         figures = Figures(contender)
-        if args.mode in ("deploy", "both"):
+        if args.mode in ("deploy", "both", "all"):
             print(f"  {contender}: deploying, Ready at once ...", flush=True)
             figures.at_once = bench.deploy(projects.image("web", f"quick-{n}"), 0.2)
             print(f"  {contender}: deploying, Ready after {args.late:.0f} s ...", flush=True)
