@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 MAX_DELIVERY = 100  # the stored id's length; a longer one is stored as its hash
+MAX_SHOWN = 100  # of an event name or a ref, in an answer's reason
 
 Headers = Mapping[str, str]  # lower-case names
 
@@ -155,7 +156,8 @@ def _bitbucket_cloud_refs(payload: Any) -> tuple[str, ...] | None:
         side = change.get("new") or change.get("old")
         if not isinstance(side, dict) or not isinstance(side.get("name"), str):
             return None  # a change Nebula cannot read: poll rather than guess
-        refs.append(_BITBUCKET_KINDS.get(str(side.get("type")), "refs/heads/") + side["name"])
+        kind = _BITBUCKET_KINDS.get(str(side.get("type")), "refs/heads/")
+        refs.append(kind + side["name"])
     return tuple(refs) or None
 
 
@@ -178,14 +180,14 @@ def _bitbucket_data_center_refs(payload: Any) -> tuple[str, ...] | None:
 
 # -- the table ------------------------------------------------------------------------------
 
-_GITHUB_SIGNATURE = ("x-hub-signature-256", Scheme.PREFIXED_HMAC)
+_GITHUB_SIGNATURE = ("X-Hub-Signature-256", Scheme.PREFIXED_HMAC)
 
 DIALECTS = (
     Dialect(
         Forge.FORGEJO,
-        "x-forgejo-event",
-        (("x-forgejo-signature", Scheme.HEX_HMAC), ("x-gitea-signature", Scheme.HEX_HMAC)),
-        ("x-forgejo-delivery", "x-gitea-delivery"),
+        "X-Forgejo-Event",
+        (("X-Forgejo-Signature", Scheme.HEX_HMAC), ("X-Gitea-Signature", Scheme.HEX_HMAC)),
+        ("X-Forgejo-Delivery", "X-Gitea-Delivery"),
         pings=frozenset({"ping"}),
         foreign=frozenset(),
         pushes=frozenset({"push"}),
@@ -193,9 +195,9 @@ DIALECTS = (
     ),
     Dialect(
         Forge.GITEA,
-        "x-gitea-event",
-        (("x-gitea-signature", Scheme.HEX_HMAC), _GITHUB_SIGNATURE),
-        ("x-gitea-delivery", "x-github-delivery"),
+        "X-Gitea-Event",
+        (("X-Gitea-Signature", Scheme.HEX_HMAC), _GITHUB_SIGNATURE),
+        ("X-Gitea-Delivery", "X-GitHub-Delivery"),
         pings=frozenset({"ping"}),
         foreign=frozenset(),
         pushes=frozenset({"push"}),
@@ -203,9 +205,9 @@ DIALECTS = (
     ),
     Dialect(
         Forge.GITLAB,
-        "x-gitlab-event",
-        (("x-gitlab-token", Scheme.TOKEN),),
-        ("x-gitlab-event-uuid", "idempotency-key"),
+        "X-Gitlab-Event",
+        (("X-Gitlab-Token", Scheme.TOKEN),),
+        ("X-Gitlab-Event-UUID", "Idempotency-Key"),
         pings=frozenset(),
         # A system hook is the instance's (an administrator's), for every project on it.
         foreign=frozenset({"System Hook"}),
@@ -214,10 +216,10 @@ DIALECTS = (
     ),
     Dialect(
         Forge.BITBUCKET_CLOUD,
-        "x-event-key",
-        (("x-hub-signature", Scheme.PREFIXED_HMAC),),
+        "X-Event-Key",
+        (("X-Hub-Signature", Scheme.PREFIXED_HMAC),),
         # Not X-Hook-UUID: it names the webhook, the same for every delivery it makes.
-        ("x-request-uuid",),
+        ("X-Request-UUID",),
         pings=frozenset({"diagnostics:ping"}),
         foreign=frozenset(),
         pushes=frozenset({"repo:push"}),
@@ -225,9 +227,9 @@ DIALECTS = (
     ),
     Dialect(
         Forge.BITBUCKET_DATA_CENTER,
-        "x-event-key",
-        (("x-hub-signature", Scheme.PREFIXED_HMAC),),
-        ("x-request-id",),
+        "X-Event-Key",
+        (("X-Hub-Signature", Scheme.PREFIXED_HMAC),),
+        ("X-Request-Id",),
         pings=frozenset({"diagnostics:ping"}),
         foreign=frozenset(),
         pushes=frozenset({"repo:refs_changed"}),
@@ -235,9 +237,9 @@ DIALECTS = (
     ),
     Dialect(
         Forge.GITHUB,
-        "x-github-event",
+        "X-GitHub-Event",
         (_GITHUB_SIGNATURE,),
-        ("x-github-delivery",),
+        ("X-GitHub-Delivery",),
         pings=frozenset({"ping"}),
         foreign=frozenset(),
         pushes=frozenset({"push"}),
@@ -271,17 +273,18 @@ def recognise(headers: Headers) -> Dialect:
 def verify(found: Dialect, headers: Headers, body: bytes, secret: str) -> Refusal | None:
     """None when the first signature header this forge sends proves ``secret``."""
     for header, scheme in found.signatures:
-        if header in headers:
-            if scheme.matches(secret, body, headers[header]):
+        given = headers.get(header.lower())
+        if given is not None:
+            if scheme.matches(secret, body, given):
                 return None
-            return Refusal(found.forge, _display(header), scheme, missing=False)
+            return Refusal(found.forge, header, scheme, missing=False)
     header, scheme = found.signatures[0]
-    return Refusal(found.forge, _display(header), scheme, missing=True)
+    return Refusal(found.forge, header, scheme, missing=True)
 
 
 def delivery_id(found: Dialect, headers: Headers) -> str | None:
     for header in found.deliveries:
-        value = headers.get(header, "").strip()
+        value = headers.get(header.lower(), "").strip()
         if value:
             if len(value) > MAX_DELIVERY:
                 return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()
@@ -309,7 +312,9 @@ def receive(
         refused = verify(found, headers, body, secret)
         if refused is not None:
             return refused
-    event = headers.get(found.event_header)
+    event = headers.get(found.event_header.lower())
+    if event is not None:
+        event = event[:MAX_SHOWN]
     note = _Note(found, event, delivery_id(found, headers), secret is not None)
     name = _NAMES[found.forge]
     if event in found.pings:
@@ -343,7 +348,9 @@ class _Note:
             return Notification(
                 self.found.forge, self.event, self.delivery, self.signed, Action.POLL
             )
-        shown = ", ".join(refs)
+        shown = ", ".join(r[:MAX_SHOWN] for r in refs[:3])
+        if len(refs) > 3:
+            shown += f" and {len(refs) - 3} more"
         if all(r.startswith("refs/tags/") for r in refs):  # tags are not deployed
             return self.ignore(f"a tag push ({shown}); the tracked branch {branch} did not move")
         return self.ignore(f"a push to {shown}, not to the tracked branch {branch}")
@@ -357,14 +364,3 @@ _NAMES = {
     Forge.BITBUCKET_CLOUD: "Bitbucket",
     Forge.BITBUCKET_DATA_CENTER: "Bitbucket",
 }
-_DISPLAYED = {
-    "x-hub-signature-256": "X-Hub-Signature-256",
-    "x-hub-signature": "X-Hub-Signature",
-    "x-gitlab-token": "X-Gitlab-Token",
-    "x-gitea-signature": "X-Gitea-Signature",
-    "x-forgejo-signature": "X-Forgejo-Signature",
-}
-
-
-def _display(header: str) -> str:
-    return _DISPLAYED.get(header, header)

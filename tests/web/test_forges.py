@@ -199,3 +199,32 @@ def test_other_events_are_ignored_as_not_a_push() -> None:
 
     assert isinstance(note, forges.Notification)
     assert note.reason == "a GitHub 'pull_request' event is not a push"
+
+
+@pytest.mark.parametrize(
+    ("names", "action", "reason"),
+    [
+        (["v1", "feature", "main"], forges.Action.POLL, None),
+        (
+            [f"f{n}" for n in range(5)],
+            forges.Action.IGNORE,
+            "a push to refs/heads/f0, refs/heads/f1, refs/heads/f2 and 2 more, "
+            "not to the tracked branch main",
+        ),
+    ],
+    ids=["tracked-among-others", "many-others"],
+)
+def test_a_push_of_several_refs_polls_when_one_is_the_tracked_branch(
+    names: list[str], action: forges.Action, reason: str | None
+) -> None:
+    document = json.loads(BITBUCKET_CLOUD.body())
+    change = document["push"]["changes"][0]
+    document["push"]["changes"] = [
+        {**change, "new": {**change["new"], "name": name}} for name in names
+    ]
+    body = json.dumps(document).encode()
+
+    note = _receive(BITBUCKET_CLOUD, body, BITBUCKET_CLOUD.headers(body, secret=SECRET))
+
+    assert isinstance(note, forges.Notification)
+    assert (note.action, note.reason) == (action, reason)
