@@ -114,11 +114,14 @@ class Demo:
             self.say(
                 f"   approval {approval.id}: {approval.environment.name} change set {changeset.id} "
                 f"from {changeset.commit[:7] if changeset.commit else '?'} "
-                f"requested by {members.shown_actor(approval.requested_by)}, {approval.state}"
+                f"requested by {views.approval(approval, changeset.author)['requested_by']}"
+                + (f" (push by {changeset.author})" if changeset.author else "")
+                + f", {approval.state}"
             )
             for line in changeset.lines:
                 self.say(
-                    f"     {line.service:<7} {line.field:<28} {line.before!s} -> {line.after!s}"
+                    f"     {line.service:<7} {line.field:<28} "
+                    f"{views.shown_value(line.before)} -> {views.shown_value(line.after)}"
                 )
             return approval.id
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -13,7 +14,8 @@ from reconciler import bootstrap, settings
 from reconciler.admin import members
 from reconciler.cli import output
 from reconciler.context import Context
-from reconciler.errors import NotFoundError
+from reconciler.durations import parse_duration
+from reconciler.errors import ConfigurationError, NotFoundError
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -74,7 +76,30 @@ def transaction(
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    """``-o json|yaml|wide`` and ``--json`` (see ``output.add_output``)."""
+    output.add_output(parser)
+
+
+def add_timeout(parser: argparse.ArgumentParser, default: str, help_text: str) -> None:
+    """``--timeout`` as a duration (``90s``, ``5m``, ``1h``; a bare number is seconds)."""
+    parser.add_argument(
+        "--timeout", type=duration("--timeout"), default=default, metavar="DURATION", help=help_text
+    )
+
+
+def duration(option: str) -> Callable[[str], timedelta]:
+    """An argparse type: a duration, or a usage error naming the option and the form."""
+
+    def parse(text: str) -> timedelta:
+        try:
+            return parse_duration(text, setting=option)
+        except ConfigurationError as exc:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a duration (e.g. 90s, 5m, 1h)"
+            ) from exc
+
+    parse.__name__ = "duration"
+    return parse
 
 
 def add_as(parser: argparse.ArgumentParser, *, required: bool = False) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from reconciler.admin import members, policies, projects, secrets
-from reconciler.cli import common, output
+from reconciler.cli import common, output, tables
 from reconciler.core.states import Role
 from reconciler.errors import ConfigurationError, ForbiddenError
 from reconciler.requests import approvals
@@ -79,6 +79,14 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
 
 
+MEMBER_COLUMNS = (
+    tables.Column("name", "name"),
+    tables.Column("role", "role"),
+    tables.Column("slack id", "slack_id"),
+)
+FREEZE_COLUMNS = tuple(tables.Column(k, k) for k in ("id", "days", "from", "to", "tz"))
+
+
 def member_add(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
         member = members.add(session, ctx.clock, args.name, args.role, args.slack_id)
@@ -87,7 +95,7 @@ def member_add(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"member": data})
     else:
-        print(f"member {data['name']} is {data['role']}")
+        output.echo(f"member {data['name']} is {data['role']}")
     return 0
 
 
@@ -100,12 +108,7 @@ def member_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"members": rows})
     else:
-        print(
-            output.table(
-                [[r["name"], r["role"], r["slack_id"]] for r in rows],
-                ["name", "role", "slack id"],
-            )
-        )
+        tables.show(rows, MEMBER_COLUMNS)
     return 0
 
 
@@ -115,8 +118,8 @@ def token_create(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"member": args.actor, "token": token})
     else:
-        print(token)
-        print("This token is shown once; store it now.", file=sys.stderr)
+        output.echo(token)
+        sys.stderr.write("This token is shown once; store it now.\n")
     return 0
 
 
@@ -124,7 +127,7 @@ def policy_set(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
         value = policies.set_policy(session, args.key, args.value)
         approvals.refresh_waiting(session, ctx.clock)
-    print(f"{args.key} = {str(value).lower()}")
+    output.echo(f"{args.key} = {str(value).lower()}")
     return 0
 
 
@@ -139,7 +142,7 @@ def policy_list(args: argparse.Namespace) -> int:
         output.print_json({"policies": data})
     else:
         for key, value in data.items():
-            print(f"{key} = {str(value).lower()}")
+            output.echo(f"{key} = {str(value).lower()}")
     return 0
 
 
@@ -158,7 +161,7 @@ def service_set(args: argparse.Namespace) -> int:
         )
         unit.skip_production_approval = policies.parse_bool(args.value, args.key)
         value = unit.skip_production_approval
-    print(
+    output.echo(
         f"{args.project}/{args.env}/{args.service}: skip_production_approval = {str(value).lower()}"
     )
     return 0
@@ -171,7 +174,7 @@ def freeze_add(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"freeze": data})
     else:
-        print(f"freeze {data['id']}: {data['days']} {data['from']}-{data['to']} {data['tz']}")
+        output.echo(f"freeze {data['id']}: {data['days']} {data['from']}-{data['to']} {data['tz']}")
     return 0
 
 
@@ -185,19 +188,14 @@ def freeze_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"freezes": rows})
     else:
-        print(
-            output.table(
-                [[r["id"], r["days"], r["from"], r["to"], r["tz"]] for r in rows],
-                ["id", "days", "from", "to", "tz"],
-            )
-        )
+        tables.show(rows, FREEZE_COLUMNS)
     return 0
 
 
 def freeze_remove(args: argparse.Namespace) -> int:
     with common.transaction(args) as (_, session):
         policies.remove_freeze(session, common.parse_id(args.id, "freeze window"))
-    print(f"freeze {args.id} removed")
+    output.echo(f"freeze {args.id} removed")
     return 0
 
 
@@ -213,7 +211,7 @@ def secret_set(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
         project = projects.get(session, args.project)
         secrets.put(session, ctx.clock, ctx.vault, project.id, args.env, args.name, value)
-    print(f"secret {args.name} set for {args.project}/{args.env}")
+    output.echo(f"secret {args.name} set for {args.project}/{args.env}")
     return 0
 
 
@@ -224,5 +222,5 @@ def secret_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"secrets": names})
     else:
-        print("\n".join(names))
+        output.echo("\n".join(names))
     return 0

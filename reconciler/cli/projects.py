@@ -7,8 +7,8 @@ import time
 
 from reconciler import reconciling, views
 from reconciler.admin import projects
-from reconciler.cli import common, output
-from reconciler.durations import parse_duration
+from reconciler.cli import common, output, tables
+from reconciler.durations import format_duration, parse_duration
 from reconciler.gitsource.urls import sanitize_url
 
 
@@ -37,9 +37,7 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument(
         "--until-idle", action="store_true", help="repeat until nothing can move by itself"
     )
-    p.add_argument(
-        "--timeout", type=float, default=300.0, help="give up after S seconds (with --until-idle)"
-    )
+    common.add_timeout(p, "5m", "with --until-idle: give up after this long (default 5m)")
     common.add_json(p)
 
 
@@ -59,8 +57,21 @@ def project_add(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"project": data})
     else:
-        print(f"project {args.slug} watches {data['repo']} ({args.branch}, {args.path})")
+        output.echo(f"project {args.slug} watches {data['repo']} ({args.branch}, {args.path})")
     return 0
+
+
+PROJECT_COLUMNS = (
+    tables.Column("project", "slug"),
+    tables.Column("repo", "repo"),
+    tables.Column("branch", "branch"),
+    tables.Column("commit", lambda r: tables.short_commit(r["commit"])),
+    tables.Column("blocker", "blocker"),
+    tables.Column("message", "message", text=True),
+    tables.Column("path", "path", only_wide=True),
+    tables.Column("interval", "interval", only_wide=True),
+    tables.Column("last polled", "last_polled_at", only_wide=True),
+)
 
 
 def project_list(args: argparse.Namespace) -> int:
@@ -69,21 +80,7 @@ def project_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"projects": rows})
     else:
-        print(
-            output.table(
-                [
-                    [
-                        str(r["slug"]),
-                        str(r["repo"]),
-                        str(r["branch"]),
-                        str(r["commit"] or "")[:7],
-                        str(r["blocker"] or ""),
-                    ]
-                    for r in rows
-                ],
-                ["project", "repo", "branch", "commit", "blocker"],
-            )
-        )
+        tables.show(rows, PROJECT_COLUMNS)
     return 0
 
 
@@ -96,7 +93,7 @@ def project_set(args: argparse.Namespace) -> int:
         shown = "***"
     elif args.key == "repo":
         shown = sanitize_url(args.value)  # a URL may carry a token: never echo it back
-    print(f"{args.slug}: {args.key} = {shown}")
+    output.echo(f"{args.slug}: {args.key} = {shown}")
     return 0
 
 
@@ -105,10 +102,11 @@ def reconcile(args: argparse.Namespace) -> int:
     if args.project is not None:
         with ctx.db.reading() as session:
             projects.get(session, args.project)  # an unknown slug is an error, not a no-op
-    deadline = time.monotonic() + args.timeout
+    deadline = time.monotonic() + args.timeout.total_seconds()
     passes = 0
     total_moved = 0
     first: reconciling.PassReport | None = None
+    timed_out = False
     while True:
         report = reconciling.run_once(ctx, args.project, poll=passes == 0)
         first = first or report
@@ -117,10 +115,8 @@ def reconcile(args: argparse.Namespace) -> int:
         if not args.until_idle or not report.busy:
             break
         if time.monotonic() > deadline:
-            output.error(
-                f"still busy after {args.timeout:g}s; stopping (run reconcile again to continue)"
-            )
-            return output.EXIT_REFUSED
+            timed_out = True
+            break
         if report.moved == 0:
             time.sleep(0.05)
     assert first is not None
@@ -131,14 +127,21 @@ def reconcile(args: argparse.Namespace) -> int:
         "blocked": first.poll.blocked,
         "expired_approvals": first.expired,
         "steps": total_moved,
+        "idle": not timed_out,
     }
     if args.json:
         output.print_json({"reconcile": summary})
-    else:
+    if timed_out:
+        output.error(
+            f"still busy after {format_duration(args.timeout)}; stopping",
+            hint="run nebula reconcile --until-idle again to go on",
+        )
+        return output.EXIT_REFUSED
+    if not args.json:
         staged = len(first.poll.staged)
-        print(
+        output.echo(
             f"reconciled: {passes} pass{'es' if passes != 1 else ''}, {staged} change set{'s' if staged != 1 else ''} staged, {total_moved} deployment step{'s' if total_moved != 1 else ''}"
         )
         for slug, blocker in first.poll.blocked.items():
-            print(f"  {slug}: blocked ({blocker})")
+            output.echo(f"  {slug}: blocked ({blocker})")
     return 0

@@ -132,7 +132,7 @@ def list_approvals(
 ) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         rows = approvals.listing(session, _project_id(session, project), state_)
-        return {"approvals": [views.approval(a) for a in rows]}
+        return {"approvals": views.approvals_of(session, rows)}
 
 
 @_get("/approvals/{approval_id}", models.ApprovalOne, "One approval")
