@@ -165,13 +165,3 @@ def error(message: str, hint: str | None = None) -> None:
 def warning(message: str, hint: str | None = None) -> None:
     """Something the command goes on despite (an unknown setting)."""
     sys.stderr.write(escape(f"warning: {message}\n" + (f"hint: {hint}\n" if hint else "")))
-
-
-def table(rows: list[list[str]], headers: list[str]) -> str:
-    """A plain table from rows of strings, as text (see ``tables.show`` for listings)."""
-    from reconciler.cli import tables  # the table library, loaded by the commands that print
-
-    return tables.render(
-        [dict(zip(headers, row, strict=False)) for row in rows],
-        [tables.Column(h, h) for h in headers],
-    )
