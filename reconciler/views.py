@@ -15,9 +15,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler.admin import auditing
 from reconciler.admin.members import PROJECT_REQUESTER, shown_actor
 from reconciler.clock import utc
-from reconciler.core.states import ApprovalState, ApprovalTarget, DeploymentState
+from reconciler.core.states import (
+    ApprovalState,
+    ApprovalTarget,
+    DeploymentState,
+    HistoryState,
+    ReleaseStatus,
+)
 from reconciler.engine.queueing import Ended
 from reconciler.gitsource.urls import sanitize_url
 from reconciler.requests import approvals
@@ -232,6 +239,68 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
             }
             for line in c.lines
         ],
+    }
+
+
+_HISTORY = {
+    ReleaseStatus.ACTIVE: HistoryState.ACTIVE,
+    ReleaseStatus.RETIRED: HistoryState.ROLLBACK_ABLE,
+    ReleaseStatus.UNAVAILABLE: HistoryState.RETIRED,
+    ReleaseStatus.CREATED: HistoryState.IN_FLIGHT,
+}
+
+
+def history(session: Session, unit: schema.Unit) -> list[dict[str, Any]]:
+    """``nebula history``: a unit's releases, newest first, with who created each and from
+    which commit (the deployment that made it, and its change set)."""
+    rows = session.scalars(
+        select(schema.Release)
+        .where(schema.Release.unit_id == unit.id)
+        .order_by(schema.Release.number.desc())
+    ).all()
+    first: dict[int, schema.Deployment] = {}
+    for d in session.scalars(
+        select(schema.Deployment)
+        .where(schema.Deployment.unit_id == unit.id)
+        .order_by(schema.Deployment.id.desc())
+    ):
+        first[d.release_id] = d  # the oldest deployment of each release wins
+    listed = []
+    for release in rows:
+        made_by = first.get(release.id)
+        state = _HISTORY.get(ReleaseStatus(release.status))
+        if state is None:  # abandoned: how its deployment ended says why
+            ended = made_by.state if made_by is not None else None
+            state = HistoryState.FAILED if ended == DeploymentState.FAILED else HistoryState.ENDED
+        commit = None
+        if made_by is not None and made_by.changeset_id is not None:
+            changeset = session.get(schema.ChangeSet, made_by.changeset_id)
+            commit = changeset.commit if changeset is not None else None
+        listed.append(
+            {
+                "release": release.name,
+                "image": release.image,
+                "state": state.value,
+                "created_at": iso(release.created_at),
+                "created_by": shown_actor(made_by.requested_by) if made_by else None,
+                "commit": commit,
+                "source": release.source,
+                "deployment_id": str(made_by.id) if made_by else None,
+                "deployment_state": made_by.state if made_by else None,
+                "retired_at": iso(release.retired_at),
+            }
+        )
+    return listed
+
+
+def audit(entry: auditing.Entry) -> dict[str, Any]:
+    """``audit -o json`` / ``GET /api/v1/audit``: one administrative act."""
+    return {
+        "at": iso(entry.at),
+        "actor": shown_actor(entry.actor),
+        "action": entry.action,
+        "target": entry.target,
+        "message": entry.message,
     }
 
 

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from reconciler import bootstrap, settings
-from reconciler.admin import members
+from reconciler.admin import auditing, members
 from reconciler.cli import output
 from reconciler.context import Context
+from reconciler.core.states import AdminAction
 from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError, NotFoundError
+from reconciler.store import schema
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -118,6 +120,20 @@ def actor(args: argparse.Namespace, session: Session) -> str:
             f"No member named '{name}'", hint=f"add one with: nebula member add {name} --role admin"
         )
     return name
+
+
+def audit(
+    ctx: Context,
+    session: Session,
+    actor: str,
+    action: AdminAction,
+    target: str,
+    message: str,
+    *,
+    project: schema.Project | None = None,
+) -> None:
+    """Record an administrative act in the audit trail, in the command's transaction."""
+    auditing.record(session, ctx.clock, action, target, message, actor=actor, project=project)
 
 
 def parse_id(text: str, what: str) -> int:

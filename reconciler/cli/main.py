@@ -24,9 +24,15 @@ COMMAND_MODULES = (
     "reconciler.cli.changesets",
     "reconciler.cli.approvals",
     "reconciler.cli.org",
+    "reconciler.cli.tokens",
+    "reconciler.cli.secrets",
     "reconciler.cli.deployments",
     "reconciler.cli.demo",
     "reconciler.cli.serving",
+    "reconciler.cli.history",
+    "reconciler.cli.waiting",
+    "reconciler.cli.auditing",
+    "reconciler.cli.completion",
 )
 
 Handler = Callable[[argparse.Namespace], int]

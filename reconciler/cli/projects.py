@@ -8,8 +8,10 @@ import time
 from reconciler import reconciling, views
 from reconciler.admin import projects
 from reconciler.cli import common, output, tables
+from reconciler.core.states import AdminAction
 from reconciler.durations import format_duration, parse_duration
 from reconciler.gitsource.urls import sanitize_url
+from reconciler.requests import removing
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -23,12 +25,20 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("--path", default="nebula.toml")
     p.add_argument("--interval", default=None, help="poll interval, e.g. 60 or 5m (default 60s)")
     common.add_json(p)
+    common.add_as(p)
     p = common.command(project, "list", project_list, "list projects")
+    common.add_json(p)
+    p = common.command(
+        project, "remove", project_remove, "tear down every environment, then forget the project"
+    )
+    p.add_argument("slug")
+    common.add_as(p, required=True)
     common.add_json(p)
     p = common.command(project, "set", project_set, "change a project setting")
     p.add_argument("slug")
     p.add_argument("key", help=", ".join(projects.SETTABLE))
     p.add_argument("value")
+    common.add_as(p)
 
     p = common.command(
         subparsers, "reconcile", reconcile, "one pass now: poll, stage, apply, advance"
@@ -54,6 +64,15 @@ def project_add(args: argparse.Namespace) -> int:
             interval=interval or ctx.settings.poll_interval,
         )
         data = views.project(project)
+        common.audit(
+            ctx,
+            session,
+            common.actor(args, session),
+            AdminAction.PROJECT_ADD,
+            f"project {args.slug}",
+            f"Registered {args.slug}: {data['repo']} ({args.branch}, {args.path})",
+            project=project,
+        )
     if args.json:
         output.print_json({"project": data})
     else:
@@ -85,15 +104,48 @@ def project_list(args: argparse.Namespace) -> int:
 
 
 def project_set(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        project = projects.get(session, args.slug)
-        projects.set_value(session, ctx.vault, project, args.key, args.value)
     shown = args.value
     if args.key == "webhook_secret":
         shown = "***"
     elif args.key == "repo":
         shown = sanitize_url(args.value)  # a URL may carry a token: never echo it back
+    with common.transaction(args) as (ctx, session):
+        who = common.actor(args, session)
+        project = projects.get(session, args.slug)
+        projects.set_value(session, ctx.vault, project, args.key, args.value)
+        common.audit(
+            ctx,
+            session,
+            who,
+            AdminAction.PROJECT_SET,
+            f"project {args.slug}",
+            f"{args.key} = {shown}",
+            project=project,
+        )
     output.echo(f"{args.slug}: {args.key} = {shown}")
+    return 0
+
+
+def project_remove(args: argparse.Namespace) -> int:
+    ctx = common.context(args)
+    with ctx.db.transaction() as session:
+        removing.request(session, ctx, args.slug, common.actor(args, session))
+    removal = removing.finish(ctx, args.slug)
+    if args.json:
+        output.print_json(
+            {
+                "project": args.slug,
+                "forgotten": removal.forgotten,
+                "pending_teardown": list(removal.waiting),
+            }
+        )
+    elif removal.forgotten:
+        output.echo(f"project {args.slug} torn down and removed")
+    else:
+        output.echo(
+            f"project {args.slug} is being removed: {', '.join(removal.waiting)} wait in "
+            "pending-teardown until their cluster can be reached (each reconcile tries again)"
+        )
     return 0
 
 

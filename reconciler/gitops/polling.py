@@ -46,7 +46,9 @@ def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
         rows = project_rows.listing(session)
         wanted = set(slugs) if slugs is not None else None
         targets = [
-            (p.slug, p.repo_url, p.branch) for p in rows if wanted is None or p.slug in wanted
+            (p.slug, p.repo_url, p.branch)
+            for p in rows
+            if (wanted is None or p.slug in wanted) and p.removing_at is None  # being removed
         ]
     # Moved heads are fetched by the same workers, overlapping with other remotes' answers.
     heads = ctx.git.heads({(url, branch) for _, url, branch in targets}, fetch=True)
