@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlencode
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -31,9 +31,7 @@ class Filters:
         return any((self.project, self.environment, self.state))
 
     def __getitem__(self, name: str) -> str | None:
-        return {"project": self.project, "environment": self.environment, "state": self.state}[
-            name
-        ]
+        return {"project": self.project, "environment": self.environment, "state": self.state}[name]
 
 
 def filter_url(filters: Filters, name: str, value: str | None) -> str:

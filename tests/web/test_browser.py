@@ -177,7 +177,10 @@ def test_the_grid_approvals_and_deployments_pages_in_chromium(
     expect(staging_api).to_contain_text("sync: unknown")
     image = staging_api.locator("code.image")
     assert image.get_attribute("title") == world.API  # the whole reference on hover
-    assert image.inner_text() == world.API.split("@")[0] + "@sha256:" + world.API.split(":")[-1][:12] + "…"
+    assert (
+        image.inner_text()
+        == world.API.split("@")[0] + "@sha256:" + world.API.split(":")[-1][:12] + "…"
+    )
     expect(grid.locator("td[data-env='production'][data-service='api']")).to_contain_text(
         "awaiting-approval"
     )

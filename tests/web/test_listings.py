@@ -30,7 +30,9 @@ def test_the_approvals_page_lists_pending_then_decided(shop: Shop, live: httpx.C
     shop.nebula.ok("reject 1 --as alice --reason 'not before the sale'")
     text = _text(live.get("/approvals").text)
     assert "Pending (0)" in text and "Nothing waits for a decision." in text
-    assert re.search(r"1 shop / production change set 2 rejected .* alice not before the sale", text)
+    assert re.search(
+        r"1 shop / production change set 2 rejected .* alice not before the sale", text
+    )
 
 
 def test_the_deployments_page_is_newest_first_and_filters(shop: Shop, live: httpx.Client) -> None:
