@@ -55,7 +55,7 @@ def _receive(
         if project.webhook_secret is not None:
             expected = signature(state.ctx.vault.decrypt(project.webhook_secret), body)
             if signed is None or not hmac.compare_digest(expected, signed.strip()):
-                state.metrics.webhooks.labels("unauthorized").inc()
+                state.metrics.webhooks.labels(slug, "unauthorized").inc()
                 raise UnauthorizedError(
                     "The X-Hub-Signature-256 signature does not match this project's webhook secret",
                     hint="set the same secret on the git host and with: "
@@ -112,7 +112,7 @@ async def git_push(
         x_github_delivery.strip() if x_github_delivery and x_github_delivery.strip() else None
     )
     outcome = await run_in_threadpool(_receive, state, project, body, x_hub_signature_256, delivery)
-    state.metrics.webhooks.labels(outcome).inc()
+    state.metrics.webhooks.labels(project, outcome).inc()
     log.info(
         "push notification", extra={"project": project, "delivery": delivery, "outcome": outcome}
     )
