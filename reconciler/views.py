@@ -176,8 +176,16 @@ def project_status(
         "message": project.blocker_message,
         "blocker_commit": project.blocker_commit,
         "last_polled_at": iso(project.last_polled_at),
+        "removing": removing(project),
         "environments": environments,
     }
+
+
+def removing(project: schema.Project) -> dict[str, Any] | None:
+    """Set while ``nebula project remove`` tears the project down (then it is forgotten)."""
+    if project.removing_at is None:
+        return None
+    return {"by": shown_actor(project.removing_by), "at": iso(project.removing_at)}
 
 
 def ended(items: Iterable[Ended]) -> list[dict[str, Any]]:

@@ -129,6 +129,8 @@ def print_status(data: list[dict[str, Any]]) -> None:
             head += f"  protected: {', '.join(protected)}"
         if project["blocker"]:
             head += f"  BLOCKED ({project['blocker']}): {project['message']}"
+        if project.get("removing"):
+            head += f"  REMOVING (by {project['removing']['by']}): tearing down"
         output.echo(head)
         rows = [
             {**unit, "environment": env["name"], "namespace": env["namespace"]}

@@ -195,6 +195,9 @@ def test_units_of_an_unreachable_cluster_wait_in_pending_teardown(
     assert sorted(waiting["pending_teardown"]) == sorted(
         f"{e}/{u}" for e in ("staging", "production") for u in ("db", "api", "worker")
     )
+    assert (
+        nebula.ok("status shop").out.splitlines()[0].endswith("REMOVING (by alice): tearing down")
+    )
     services = nebula.json("status shop")["projects"][0]["environments"][0]["services"]
     assert {s["status"] for s in services} == {"pending-teardown"}
     nebula.reconcile()  # still unreachable: still there, not polled
