@@ -7,7 +7,7 @@ whether only ``-o wide`` shows it), so adding a field to a listing is one line. 
 in a pipe the table is as wide as it needs (one row per line, for grep); any cell rich must
 still shorten ends in ``…``, and ``-o wide`` never shortens.
 
-Colour only on a terminal, and never when ``NO_COLOR`` is set (rich reads it).
+Styles (bold headers) only on a terminal, and none when ``NO_COLOR`` is set.
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ def render(rows: Sequence[Row], columns: Sequence[Column], *, stream: Any = None
     """The table as text (with colour codes only for a terminal)."""
     target = output.raw(stream or sys.stdout)
     isatty = getattr(target, "isatty", None)
-    terminal = bool(isatty and isatty())
+    # Styles only on a terminal, and none at all under NO_COLOR (https://no-color.org).
+    terminal = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
     shown_columns = [c for c in columns if output.wide() or not c.only_wide]
     cells = [[column.cell(row) for column in shown_columns] for row in rows]
     widths, total = _layout(cells, shown_columns, _width(target))

@@ -211,3 +211,34 @@ def test_the_bash_completion_script_is_valid_bash(nebula: Nebula, tmp_path: Path
     path.write_text(nebula.ok("completion bash").out, encoding="utf-8")
     checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, check=False)
     assert (checked.returncode, checked.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(("no_color", "coloured"), [(None, True), ("1", False)])
+def test_tables_are_coloured_only_on_a_terminal_and_never_with_no_color(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_color: str | None, coloured: bool
+) -> None:
+    if no_color is None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    else:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NEBULA_STATE_DIR": str(tmp_path / "state")}
+    subprocess.run(
+        [sys.executable, "-m", "reconciler.cli.main", "member", "add", "alice", "--role", "owner"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    code, screen = _on_a_terminal(["member", "list"], "", tmp_path)
+    assert code == 0, screen
+    assert ("\x1b[" in screen) is coloured
+    assert "alice" in screen
+    piped = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli.main", "member", "list"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert "\x1b" not in piped.stdout  # a pipe never gets colour
