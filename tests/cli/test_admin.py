@@ -145,8 +145,9 @@ def test_tokens_are_listed_without_the_token_and_a_revoked_one_is_refused(
 
 
 def test_removing_a_project_tears_down_every_environment_and_forgets_it(
-    nebula: Nebula, git_repo: GitRepo
+    nebula_any_db: Nebula, git_repo: GitRepo
 ) -> None:
+    nebula = nebula_any_db
     git_repo.commit({"nebula.toml": SHOP}, "Shop")
     nebula.ok("member add alice --role owner")
     nebula.ok("member add carol --role member")
