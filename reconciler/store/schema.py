@@ -113,6 +113,9 @@ class Project(Base):
     blocker: Mapped[str | None] = mapped_column(String(40))
     blocker_message: Mapped[str | None] = mapped_column(Text)
     blocker_commit: Mapped[str | None] = mapped_column(String(64))
+    # ``nebula project remove``: set while its environments are torn down (then it is forgotten)
+    removing_by: Mapped[str | None] = mapped_column(String(100))
+    removing_at: Mapped[datetime | None]
     environments: Mapped[list[Environment]] = relationship(
         back_populates="project", order_by="Environment.position"
     )
@@ -294,6 +297,10 @@ class Event(Base):
     state: Mapped[str | None] = mapped_column(String(30))
     message: Mapped[str | None] = mapped_column(Text)
     actor: Mapped[str | None] = mapped_column(String(100))
+    # Audit events: what was done (``member.add``) and to what (``member alice``), kept as text
+    # so the event outlives what it names (a removed member, a forgotten project).
+    action: Mapped[str | None] = mapped_column(String(40))
+    target: Mapped[str | None] = mapped_column(String(300))
 
 
 class Secret(Base):

@@ -262,3 +262,31 @@ class HookReceipt(Out):
         "at the end of it covers it)"
     )
     reason: str | None = None
+
+
+# -- audit and history (1.1) ---------------------------------------------------------------
+
+
+class AuditEvent(Out):
+    at: str
+    actor: str | None
+    action: str = Field(description="e.g. member.add, token.revoke, secret.set, project.remove")
+    target: str = Field(description="what it was done to, e.g. member alice")
+    message: str | None
+
+
+class AuditList(Out):
+    events: list[AuditEvent]
+
+
+class HistoryRelease(Out):
+    release: str
+    image: str
+    state: str = Field(description="active, rollback-able, retired, failed, in-flight or ended")
+    created_at: str
+    created_by: str | None
+    commit: str | None
+
+
+class HistoryList(Out):
+    releases: list[HistoryRelease]
