@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from reconciler.context import Context
 from reconciler.engine import drifting, ticking
 from reconciler.gitops import polling
-from reconciler.requests import deciding
+from reconciler.requests import deciding, removing
 
 
 @dataclass
@@ -19,6 +19,7 @@ class PassReport:
     moved: int = 0  # deployment steps taken
     checked: int = 0  # units whose live state was compared with their release
     busy: bool = False  # something can still move without a person (or a long wait)
+    forgotten: int = 0  # projects removed: torn down everywhere and forgotten
 
 
 def expire(ctx: Context) -> int:
@@ -32,5 +33,6 @@ def run_once(ctx: Context, project: str | None = None, *, poll: bool = True) -> 
     if poll:
         report.poll = polling.poll(ctx, [project] if project else None)
     report.moved, report.busy = ticking.tick(ctx, project)
+    report.forgotten = removing.finish_all(ctx)  # projects being removed, once torn down
     report.checked = drifting.check_due(ctx, project)
     return report

@@ -28,7 +28,7 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("project")
     p.add_argument("--env", help="only this environment")
     p.add_argument("--service", help="only this service or database")
-    _add_output(p)
+    common.add_json(p)  # -o json|yaml: the drift list
 
     simulated = subparsers.add_parser(
         "simulated", help="change the simulated cluster behind Nebula's back (tests, demo)"
@@ -43,13 +43,6 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("object", metavar="KIND/NAME")
 
 
-def _add_output(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-o", "--output", choices=["json"], help="json: the drift list, as one JSON document"
-    )
-    common.add_json(parser)
-
-
 def diff(args: argparse.Namespace) -> int:
     ctx = common.context(args)
     try:
@@ -57,7 +50,7 @@ def diff(args: argparse.Namespace) -> int:
     except NebulaError as exc:
         output.error(exc.message, exc.hint)
         return EXIT_ERROR
-    if args.json or args.output == "json":
+    if args.json:
         output.print_json(data)
     else:
         sys.stdout.write("".join(unit["diff"] for unit in data["units"]))
@@ -82,12 +75,12 @@ def simulated_edit(args: argparse.Namespace) -> int:
     except yaml.YAMLError:
         value = args.value  # not YAML: the text itself
     ctx.clusters.simulated().edit(args.namespace, args.object, args.path, value)
-    print(f"{args.object} in {args.namespace}: {args.path} = {args.value}")
+    output.echo(f"{args.object} in {args.namespace}: {args.path} = {args.value}")
     return output.EXIT_OK
 
 
 def simulated_delete(args: argparse.Namespace) -> int:
     ctx = _simulated(args)
     ctx.clusters.simulated().delete(args.namespace, args.object)
-    print(f"{args.object} in {args.namespace} deleted")
+    output.echo(f"{args.object} in {args.namespace} deleted")
     return output.EXIT_OK

@@ -34,7 +34,7 @@ def suspend(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json(data)
     else:
-        print(f"{done.where} suspended: {data['suspended']['reason']}")
+        output.echo(f"{done.where} suspended: {data['suspended']['reason']}")
     return output.EXIT_OK
 
 
@@ -45,7 +45,7 @@ def resume(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json(data)
     else:
-        print(f"{done.where} resumed")
+        output.echo(f"{done.where} resumed")
         for changeset in data["changesets"]:
-            print(f"  change set {changeset['id']}: {changeset['state']}")
+            output.echo(f"  change set {changeset['id']}: {changeset['state']}")
     return output.EXIT_OK

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Exists, exists, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
@@ -34,7 +35,7 @@ from reconciler.admin import projects
 from reconciler.context import Context
 from reconciler.core import drifts, messages
 from reconciler.core.drifts import Drift
-from reconciler.core.states import IN_FLIGHT_STATES, Blocker, ServiceStatus, Sync
+from reconciler.core.states import IN_FLIGHT_STATES, AdminAction, Blocker, ServiceStatus, Sync
 from reconciler.engine import objects as release_objects
 from reconciler.errors import ConfigurationError, NebulaError, NotFoundError, RemoteError
 from reconciler.runtimes.cluster import Cluster, Live, ReleaseObjects, checked
@@ -58,6 +59,17 @@ class Inspection:
     @property
     def sync(self) -> Sync:
         return Sync.DRIFTED if self.drift else Sync.SYNCED
+
+    def to_json(self) -> dict[str, Any]:
+        """The drift list (the contract's entries) and the unified diff of live vs release."""
+        return {
+            "environment": self.environment,
+            "service": self.unit,
+            "release": self.release,
+            "sync": self.sync.value,
+            "drift": [d.to_json() for d in self.drift],
+            "diff": "".join(self.diffs),
+        }
 
 
 @dataclass
@@ -241,6 +253,7 @@ def _record(ctx: Context, session: Session, state: _Check) -> Sync | None:
             messages.drift_found(state.found, state.release),
             actor=ACTOR,
             kind=EventKind.DRIFT,
+            action=AdminAction.DRIFT,
         )
         healed = messages.self_healed(state.healed) if state.healed else None
         notices.unit_drifted(session, ctx.clock, unit, state.release, state.found, healed)
@@ -252,6 +265,7 @@ def _record(ctx: Context, session: Session, state: _Check) -> Sync | None:
             messages.self_healed(state.healed),
             actor=ACTOR,
             kind=EventKind.SELF_HEAL,
+            action=AdminAction.SELF_HEAL,
         )
     if state.error is not None:
         unit.sync = Sync.UNKNOWN.value
@@ -272,7 +286,15 @@ def _record(ctx: Context, session: Session, state: _Check) -> Sync | None:
     unit.sync = Sync.SYNCED.value
     if unit.drift_since is not None:
         unit.drift_since = None
-        events.unit(session, now, unit, messages.DRIFT_CLEARED, actor=ACTOR, kind=EventKind.DRIFT)
+        events.unit(
+            session,
+            now,
+            unit,
+            messages.DRIFT_CLEARED,
+            actor=ACTOR,
+            kind=EventKind.DRIFT,
+            action=AdminAction.DRIFT_CLEARED,
+        )
     return Sync.SYNCED
 
 

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from sqlalchemy.orm import Session
 
+from reconciler.core.states import AdminAction
 from reconciler.store import schema
 
 
@@ -25,16 +26,17 @@ class EventKind(StrEnum):
     APPROVAL = "approval"
     PROJECT_BLOCKER = "project.blocker"  # set (state = the blocker) or cleared (state None)
     UNIT = "unit"  # a service or database: removed, torn down, back in the file
+    ADMIN = "admin"  # an administrative act (its ``action`` and ``target``), by its actor
     DRIFT = "unit.drift"  # its live objects began to differ from its release, or agree again
     SELF_HEAL = "unit.self-heal"  # drifted objects applied again (self_heal = true)
     SUSPEND = "suspend"  # a project or an environment suspended (an administrative act)
     RESUME = "resume"  # ... or resumed
 
 
-# The kinds that record what people (and Nebula on their behalf) did to the installation,
-# beside the deployment timeline: what `nebula audit` lists.
-ADMINISTRATIVE = frozenset(
-    {EventKind.DRIFT, EventKind.SELF_HEAL, EventKind.SUSPEND, EventKind.RESUME}
+# The kinds ``nebula audit`` and ``GET /api/v1/audit`` list, alongside nothing else: add a kind
+# here to make it part of the audit trail (suspend/resume, drift and self-heal, ...).
+AUDITED: frozenset[EventKind] = frozenset(
+    {EventKind.ADMIN, EventKind.DRIFT, EventKind.SELF_HEAL, EventKind.SUSPEND, EventKind.RESUME}
 )
 
 
@@ -109,6 +111,31 @@ def project_blocker(
     return _record(session, at, EventKind.PROJECT_BLOCKER, p, message, None)
 
 
+def admin(
+    session: Session,
+    at: datetime,
+    action: AdminAction,
+    target: str,
+    message: str,
+    *,
+    actor: str,
+    project: schema.Project | None = None,
+) -> schema.Event:
+    """An administrative act: ``action`` on ``target`` (text, e.g. ``member alice``, so it
+    outlives what it names), with what it did in ``message`` (never a secret's value)."""
+    event = schema.Event(
+        at=at,
+        kind=EventKind.ADMIN,
+        action=action.value,
+        target=target,
+        message=message,
+        actor=actor,
+        project_id=project.id if project is not None else None,
+    )
+    session.add(event)
+    return event
+
+
 def unit(
     session: Session,
     at: datetime,
@@ -117,10 +144,16 @@ def unit(
     *,
     actor: str | None = None,
     kind: EventKind = EventKind.UNIT,
+    action: AdminAction | None = None,
 ) -> schema.Event:
     """A service or database at the status it has now (removed, torn down, back), or what
-    its live state did (``DRIFT``, ``SELF_HEAL``)."""
-    return _record(session, at, kind, u, message, actor)
+    its live state did (``DRIFT``, ``SELF_HEAL``: audited, with ``action`` and the unit as
+    ``project/environment/unit``)."""
+    event = _record(session, at, kind, u, message, actor)
+    if action is not None:
+        env = u.environment
+        event.action, event.target = action.value, f"{env.project.slug}/{env.name}/{u.name}"
+    return event
 
 
 def suspension(
@@ -136,4 +169,9 @@ def suspension(
     kind = EventKind.SUSPEND if suspended else EventKind.RESUME
     event = _record(session, at, kind, target, message, actor)
     event.state = "suspended" if suspended else None
+    event.action = (AdminAction.SUSPEND if suspended else AdminAction.RESUME).value
+    if isinstance(target, schema.Environment):
+        event.target = f"{target.project.slug}/{target.name}"
+    else:
+        event.target = target.slug
     return event

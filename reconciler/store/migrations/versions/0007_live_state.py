@@ -1,7 +1,7 @@
 """Live state: drift checks on units, suspensions of projects and environments
 
 Revision ID: 0007
-Revises: 0001
+Revises: 0005
 Create Date: 2026-12-01 10:00:00
 """
 
@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0001"
+# 0001 as the task said; chained after main's 0005 when main was merged in (one head).
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
