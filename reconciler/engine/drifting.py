@@ -305,7 +305,9 @@ def inspect(
     ctx: Context, slug: str, environment: str | None = None, service: str | None = None
 ) -> list[Inspection]:
     """Every unit of ``slug`` with an active release (filtered), read live now and compared;
-    nothing is recorded. Raises the cluster's errors (``delivery``) and ``NotFoundError``."""
+    nothing is recorded. Raises the cluster's errors (``delivery``), and ``NotFoundError`` for
+    a project, environment or service that does not exist (one not deployed yet has nothing
+    to compare: it is left out)."""
     with ctx.db.transaction() as session:
         project = projects.get(session, slug)
         envs = (
@@ -314,19 +316,20 @@ def inspect(
             else list(project.environments)
         )
         wanted: list[tuple[int, Cluster]] = []
+        known = False
         for env in envs:
-            units = [
-                u for u in projects.units(session, env).values() if u.active_release_id is not None
-            ]
+            units = list(projects.units(session, env).values())
             if service is not None:
                 units = [u for u in units if u.name == service]
+            known = known or bool(units)
             wanted += [
                 (u.id, ctx.cluster(env))
                 for u in sorted(units, key=lambda u: (u.kind != "database", u.name))
+                if u.active_release_id is not None  # nothing runs yet: nothing to compare
             ]
-        if service is not None and not wanted:
+        if service is not None and not known:
             where = f" in {environment}" if environment else ""
-            raise NotFoundError(f"No deployed service '{service}'{where} in project '{slug}'")
+            raise NotFoundError(f"No service or database '{service}'{where} in project '{slug}'")
     out = []
     for unit_id, cluster in wanted:
         capabilities = cluster.capabilities()

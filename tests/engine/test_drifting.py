@@ -132,6 +132,16 @@ def test_self_heal_puts_drifted_objects_back_without_a_release(shop: Nebula) -> 
     assert len(shop.deployments()) == deployments  # no release, no deployment, no approval
     assert [a for a in shop.approvals() if a["state"] == "pending"] == []
     assert "heal shop-staging/api r-1" in shop.ctx.clusters.simulated().log()
+    audited = [
+        (e["actor"], e["action"], e["target"])
+        for e in shop.json("audit")["events"]
+        if e["actor"] == "nebula"
+    ]
+    assert audited == [
+        ("nebula", "drift", "shop/staging/api"),
+        ("nebula", "self-heal", "shop/staging/api"),
+        ("nebula", "drift.cleared", "shop/staging/api"),
+    ]
     [notice] = notices(shop)
     assert notice["healed"].startswith("Self-heal: re-applied ConfigMap/api-r1-vars")
 

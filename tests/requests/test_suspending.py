@@ -147,6 +147,15 @@ def test_resuming_lets_the_newest_draft_go_on_by_the_normal_rules(
         ("suspend", "Suspended shop/production: incident 42", "alice"),
         ("resume", "Resumed shop/production", "bob"),
     ]
+    audited = [
+        (e["actor"], e["action"], e["target"], e["message"])
+        for e in shop.json("audit")["events"]
+        if e["action"] in ("suspend", "resume")
+    ]
+    assert audited == [
+        ("alice", "suspend", "shop/production", "Suspended shop/production: incident 42"),
+        ("bob", "resume", "shop/production", "Resumed shop/production"),
+    ]
 
 
 def test_a_project_suspension_holds_every_environment_until_it_is_resumed(

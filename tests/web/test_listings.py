@@ -65,7 +65,10 @@ def test_the_grid_shows_what_runs_where(shop: Shop, live: httpx.Client) -> None:
         cell = re.search(r'data-env="staging" data-service="api">(.*?)</td>', grid, re.S)
         assert cell is not None
         text = _text(cell.group(1))
-        assert "r-1" in text and "sync: unknown" in text
+        # drift detection checked it once it went healthy (production's waits: nothing to check)
+        assert "r-1" in text and "sync: synced" in text
+        waiting = re.search(r'data-env="production" data-service="api">(.*?)</td>', grid, re.S)
+        assert waiting is not None and "sync: unknown" in _text(waiting.group(1))
         assert "registry.example.com/shop/api@sha256:aaaaaaaaaaaa…" in text  # a short image
         production = re.search(r'data-env="production" data-service="api">(.*?)</td>', grid, re.S)
         assert production is not None
