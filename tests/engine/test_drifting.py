@@ -279,3 +279,15 @@ def test_simulated_edit_and_delete_are_refused_on_a_real_cluster(tmp_path: Path)
                 "error: nebula simulated changes the simulated cluster only; NEBULA_CLUSTER is "
                 "kubernetes\nhint: change a real cluster with kubectl\n"
             )
+
+
+def test_drift_and_self_heal_on_either_store(nebula_any_db: Nebula, git_repo: GitRepo) -> None:
+    deployed(nebula_any_db, git_repo)
+    nebula_any_db.ok(f"simulated edit {PRODUCTION} Deployment/api-r1 spec.replicas 5")
+    nebula_any_db.ok(f"simulated edit {STAGING} Deployment/api-r1 spec.replicas 5")
+
+    later(nebula_any_db)
+
+    assert nebula_any_db.unit("production", "api")["drift"] == [REPLICAS]
+    assert nebula_any_db.unit("staging", "api")["sync"] == "synced"
+    assert [kind for kind, _, _ in live_events(nebula_any_db)].count(HEAL) == 1
