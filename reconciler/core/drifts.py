@@ -14,16 +14,14 @@ server's own spelling is no false drift:
 - lists of objects are matched by ``name`` (or ``containerPort``, ``port``, ``mountPath``,
   ``key``), as server-side apply merges them, else by position; lists of scalars whole.
 
-Paths read like kubectl's: ``spec.replicas``, ``data.LOG_LEVEL``,
-``spec.template.spec.containers[name=web].image``, ``metadata.labels["nebula.dev/release"]``;
-``parse_path`` reads them back (``nebula simulated edit`` takes the same paths, and a key in
-brackets without its quotes, which a shell would take away: ``metadata.labels[team.io/x]``). A Secret's
+Paths read like kubectl's (``reconciler.core.fieldpaths``): ``spec.replicas``,
+``data.LOG_LEVEL``, ``spec.template.spec.containers[name=web].image``,
+``metadata.labels["nebula.dev/release"]``; ``nebula simulated edit`` takes the same paths. A Secret's
 values are never shown: its drift says which key differs, not what either side holds.
 """
 
 from __future__ import annotations
 
-import copy
 import difflib
 import json
 import re
@@ -34,8 +32,10 @@ from typing import Any
 
 import yaml
 
+from reconciler.core import fieldpaths
+from reconciler.core.fieldpaths import Segment
+
 Manifest = Mapping[str, Any]
-Segment = str | int | tuple[str, str]  # a key, a list index, a list item by (key, value)
 
 HIDDEN = "(hidden)"
 HIDDEN_CHANGED = "(hidden, differs)"
@@ -43,7 +43,6 @@ SECRET_KINDS = ("Secret",)
 SECRET_FIELDS = ("data", "stringData")
 _NOT_COMPARED = ("apiVersion", "kind", "status")
 _LIST_KEYS = ("name", "containerPort", "port", "mountPath", "key")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$"
 )
@@ -223,7 +222,7 @@ def quantity(text: str) -> Decimal | None:
 
 
 def _drift(ref: str, path: list[Segment], live: Any, desired: Any, secret: bool) -> Drift:
-    text = format_path(path)
+    text = fieldpaths.text(path)
     if secret and path and path[0] in SECRET_FIELDS:
         return Drift(ref, text, HIDDEN_CHANGED if live is not MISSING else None, HIDDEN)
     return Drift(ref, text, shown(live), shown(desired))
@@ -240,85 +239,6 @@ def shown(value: Any) -> str | None:
     if isinstance(value, int | float):
         return str(value)
     return json.dumps(value, separators=(",", ":"))
-
-
-# -- paths -----------------------------------------------------------------------------------
-
-
-def format_path(path: Sequence[Segment]) -> str:
-    out = ""
-    for segment in path:
-        if isinstance(segment, tuple):
-            out += f"[{segment[0]}={segment[1]}]"
-        elif isinstance(segment, int):
-            out += f"[{segment}]"
-        elif _IDENTIFIER.match(segment):
-            out += f".{segment}" if out else segment
-        else:
-            out += f"[{json.dumps(segment)}]"
-    return out
-
-
-_TOKEN = re.compile(
-    r'\.?(?P<key>[A-Za-z_][A-Za-z0-9_-]*)|\[(?P<index>[0-9]+)\]|\["(?P<quoted>(?:[^"\\]|\\.)*)"\]'
-    r"|\[(?P<match>[A-Za-z][A-Za-z0-9]*)=(?P<value>[^\]]*)\]"
-    r'|\[(?P<bare>[^\]="]+)\]'  # a key written without quotes: [example.com/owner]
-)
-
-
-def parse_path(text: str) -> list[Segment]:
-    """``spec.template.spec.containers[name=web].image`` as segments; ValueError if malformed."""
-    segments: list[Segment] = []
-    position = 0
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None or (position == 0 and text.startswith(".")):
-            raise ValueError(f"cannot read the path {text!r} at character {position + 1}")
-        if match.group("key") is not None:
-            segments.append(match.group("key"))
-        elif match.group("index") is not None:
-            segments.append(int(match.group("index")))
-        elif match.group("quoted") is not None:
-            segments.append(json.loads(f'"{match.group("quoted")}"'))
-        elif match.group("bare") is not None:
-            segments.append(match.group("bare"))
-        else:
-            segments.append((match.group("match"), match.group("value")))
-        position = match.end()
-    if not segments:
-        raise ValueError("the path is empty")
-    return segments
-
-
-def put(obj: Mapping[str, Any], path: Sequence[Segment], value: Any) -> dict[str, Any]:
-    """A copy of ``obj`` with ``value`` at ``path`` (intermediate objects created as needed);
-    KeyError when a list item named by the path does not exist."""
-    root: dict[str, Any] = copy.deepcopy(dict(obj))
-    node: Any = root
-    for position, segment in enumerate(path):
-        last = position == len(path) - 1
-        if isinstance(segment, tuple):
-            key, wanted = segment
-            found = [i for i in node if isinstance(i, dict) and str(i.get(key)) == wanted]
-            if not found:
-                raise KeyError(format_path(path[: position + 1]))
-            if last:
-                node[node.index(found[0])] = value
-            node = found[0]
-        elif isinstance(segment, int):
-            if not isinstance(node, list) or segment >= len(node):
-                raise KeyError(format_path(path[: position + 1]))
-            if last:
-                node[segment] = value
-            node = node[segment]
-        else:
-            if not isinstance(node, dict):
-                raise KeyError(format_path(path[: position + 1]))
-            if last:
-                node[segment] = value
-            else:
-                node = node.setdefault(segment, {})
-    return root
 
 
 # -- showing ---------------------------------------------------------------------------------

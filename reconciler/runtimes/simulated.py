@@ -21,7 +21,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.core import drifts
+from reconciler.core import drifts, fieldpaths
 from reconciler.core.states import Blocker
 from reconciler.errors import NotFoundError, TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
@@ -77,7 +77,7 @@ class SimulatedCluster:
         ``path`` (``spec.replicas``, ``data.LOG_LEVEL``, ``containers[name=web].image``)."""
         kind, name = _split(ref)
         try:
-            segments = drifts.parse_path(path)
+            segments = fieldpaths.read(path)
         except ValueError as exc:
             raise NotFoundError(str(exc), hint="e.g. spec.replicas or data.LOG_LEVEL") from None
         with self.db.transaction() as session:
@@ -85,7 +85,7 @@ class SimulatedCluster:
             if row is None:
                 raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
             try:
-                body = drifts.put(row.body, segments, value)
+                body = fieldpaths.put(row.body, segments, value)
             except KeyError as exc:
                 raise NotFoundError(f"{ref} in {namespace} has no {exc.args[0]}") from None
             self._put(session, namespace, kind, name, body)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.core import drifts
+from reconciler.core import drifts, fieldpaths
 from reconciler.core.drifts import Drift
 
 DEPLOYMENT: dict[str, Any] = {
@@ -59,7 +59,7 @@ def live(**changes: Any) -> dict[str, Any]:
     container["resources"]["limits"]["memory"] = "1024Mi"
     obj["status"] = {"replicas": 2, "readyReplicas": 2}
     for path, value in changes.items():
-        obj = drifts.put(obj, drifts.parse_path(path.replace("__", ".")), value)
+        obj = fieldpaths.put(obj, fieldpaths.read(path.replace("__", ".")), value)
     return obj
 
 
@@ -122,7 +122,7 @@ def test_what_the_api_server_adds_or_respells_is_not_drift() -> None:
 def test_a_field_nebula_sets_with_another_value_is_drift(
     path: str, value: Any, expected: Drift
 ) -> None:
-    changed = drifts.put(live(), drifts.parse_path(path), value)
+    changed = fieldpaths.put(live(), fieldpaths.read(path), value)
     assert drifts.compare(DEPLOYMENT, changed) == (expected,)
 
 
@@ -189,11 +189,11 @@ def test_quantities_compare_by_amount(text: str, quantity: str) -> None:
     ],
 )
 def test_paths_read_back_as_written(path: str) -> None:
-    assert drifts.format_path(drifts.parse_path(path)) == path
+    assert fieldpaths.text(fieldpaths.read(path)) == path
 
 
 def test_a_bracketed_key_may_go_without_its_quotes() -> None:
-    assert drifts.parse_path("metadata.labels[example.com/owner]") == [
+    assert fieldpaths.read("metadata.labels[example.com/owner]") == [
         "metadata",
         "labels",
         "example.com/owner",
@@ -203,7 +203,7 @@ def test_a_bracketed_key_may_go_without_its_quotes() -> None:
 @pytest.mark.parametrize("path", ["", ".spec", "spec..replicas", "spec[", "spec[x"])
 def test_a_malformed_path_is_refused(path: str) -> None:
     with pytest.raises(ValueError):
-        drifts.parse_path(path)
+        fieldpaths.read(path)
 
 
 SECRET = {
@@ -216,12 +216,12 @@ SECRET = {
 
 
 def test_a_secret_says_which_key_differs_never_a_value() -> None:
-    changed = drifts.put(SECRET, ["data", "password"], "b3RoZXI=")
+    changed = fieldpaths.put(SECRET, ["data", "password"], "b3RoZXI=")
     found = drifts.compare(SECRET, changed)
     assert found == (
         Drift("Secret/db-credentials", "data.password", "(hidden, differs)", "(hidden)"),
     )
-    gone = drifts.put(SECRET, ["data"], {})
+    gone = fieldpaths.put(SECRET, ["data"], {})
     assert drifts.compare(SECRET, gone) == (
         Drift("Secret/db-credentials", "data.password", None, "(hidden)"),
     )
