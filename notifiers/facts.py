@@ -35,6 +35,7 @@ class Line:
     field: str
     before: Any
     after: Any
+    via: str | None = None  # the reference that changed a resolved value, e.g. "a.K"
 
 
 @dataclass(frozen=True)

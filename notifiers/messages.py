@@ -24,7 +24,7 @@ from notifiers.facts import (
     when,
 )
 from notifiers.notifying import Message
-from reconciler.core.states import ApprovalTarget
+from reconciler.core.states import ApprovalTarget, LineKind
 
 APPROVE = "nebula_approve"
 REJECT = "nebula_reject"
@@ -148,6 +148,8 @@ def _lines_text(lines: tuple[Line, ...]) -> str:
 def diff_line(line: Line) -> str:
     """``+`` added, ``-`` removed, ``~`` changed: the way a reviewer scans a diff."""
     name = line.field.removeprefix("variables.")
+    if line.kind == LineKind.SECRET:
+        return f"~ {line.service} {line.field} changed"
     if line.kind == "first-deploy":
         return f"+ {line.service}: first deploy, {value(line.after)}"
     if line.kind == "removal":
@@ -156,7 +158,8 @@ def diff_line(line: Line) -> str:
         return f"- {line.service} {name} (was {value(line.before)})"
     if line.before is None:
         return f"+ {line.service} {name} = {value(line.after)}"
-    return f"~ {line.service} {name}: {value(line.before)} → {value(line.after)}"
+    via = f" (via {line.via})" if line.via else ""
+    return f"~ {line.service} {name}: {value(line.before)} → {value(line.after)}{via}"
 
 
 def value(raw: Any) -> str:

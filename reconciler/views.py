@@ -198,6 +198,7 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
                 "field": line.field,
                 "before": line.before,
                 "after": line.after,
+                "via": line.via,
                 "drifted": line.drifted,
             }
             for line in c.lines

@@ -8,6 +8,7 @@ import json
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output
+from reconciler.core.states import LineKind
 from reconciler.errors import RefusedError
 from reconciler.requests import applying, changesets
 
@@ -48,10 +49,17 @@ def _print(data: dict[str, object]) -> None:
     if data.get("note"):
         print(f"  note: {data['note']}")
     for line in data["lines"]:  # type: ignore[attr-defined]
-        mark = " DRIFTED" if line["drifted"] else ""
-        print(
-            f"  {line['service']:<16} {line['field']:<32} {_value(line['before'])} -> {_value(line['after'])}{mark}"
-        )
+        print(f"  {line_text(line)}")
+
+
+def line_text(line: dict[str, object]) -> str:
+    """``b  variables.X  v1 -> v2  via a.K``; a secret's line never shows a value."""
+    mark = " DRIFTED" if line["drifted"] else ""
+    via = f"  via {line['via']}" if line.get("via") else ""
+    if line["kind"] == LineKind.SECRET:
+        return f"{line['service']:<16} {line['field']} changed{mark}"
+    change = f"{_value(line['before'])} -> {_value(line['after'])}"
+    return f"{line['service']:<16} {line['field']:<32} {change}{via}{mark}"
 
 
 def list_changesets(args: argparse.Namespace) -> int:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reconciler import views
 from reconciler.admin import members, policies, projects, secrets
 from reconciler.cli import common, output
-from reconciler.core.states import Role
+from reconciler.core.states import Role, SecretChange
 from reconciler.errors import ConfigurationError, ForbiddenError
-from reconciler.requests import approvals
+from reconciler.requests import approvals, rotating
 from reconciler.store import schema
 
 
@@ -73,6 +74,8 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("project")
     p.add_argument("env")
     p.add_argument("name")
+    common.add_as(p)
+    common.add_json(p)
     p = common.command(secret, "list", secret_list, "list secret names (never values)")
     p.add_argument("project")
     p.add_argument("env")
@@ -211,9 +214,20 @@ def secret_set(args: argparse.Namespace) -> int:
             hint=f"echo -n VALUE | nebula secret set {args.project} {args.env} {args.name}",
         )
     with common.transaction(args) as (ctx, session):
+        who = common.actor(args, session)
         project = projects.get(session, args.project)
-        secrets.put(session, ctx.clock, ctx.vault, project.id, args.env, args.name, value)
+        change = secrets.put(session, ctx.clock, ctx.vault, project.id, args.env, args.name, value)
+        staged = None
+        if change is SecretChange.CHANGED:
+            staged = rotating.stage(session, ctx, project, args.env, args.name, who)
+        changeset = views.changeset_of(session, staged) if staged is not None else None
+    if args.json:
+        output.print_json({"secret": args.name, "change": change.value, "changeset": changeset})
+        return 0
     print(f"secret {args.name} set for {args.project}/{args.env}")
+    if changeset is not None:
+        users = ", ".join(str(line["service"]) for line in changeset["lines"])
+        print(f"  change set {changeset['id']} {changeset['state']}: {users}")
     return 0
 
 

@@ -123,11 +123,20 @@ class LineKind(StrEnum):
     FIRST_DEPLOY = "first-deploy"
     REMOVAL = "removal"
     FAILOVER = "automatic-failover"
+    SECRET = "secret"  # a server-side secret a service reads has a new value (never shown)
 
     @property
     def needs_deployment(self) -> bool:
         """Settings that change no running workload apply without a new release."""
         return self not in (LineKind.AUTO_DEPLOY,)
+
+
+class SecretChange(StrEnum):
+    """What ``nebula secret set`` did to the stored value (never the value itself)."""
+
+    ADDED = "added"  # it was missing: deployments held for it carry on
+    CHANGED = "changed"  # a new value: the services reading it get a change set
+    UNCHANGED = "unchanged"  # the same value again: nothing to do
 
 
 class ApprovalState(StrEnum):

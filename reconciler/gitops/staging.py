@@ -2,9 +2,9 @@
 
 Environments and units rows are kept in step with the file here. A newer push replaces the
 project's older unapplied change set for an environment; an environment with no line gets no
-change set. Unprotected environments apply at once (unless a touched service has
-``auto_deploy = false``); protected ones request approval at once, since a push is an action
-that starts a deployment there.
+change set. Each goes on as ``requests.proceeding`` says: unprotected environments apply at
+once (unless a touched service has ``auto_deploy = false``); protected ones request approval
+at once, since a push is an action that starts a deployment there.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from reconciler.context import Context
 from reconciler.core import messages, planning
 from reconciler.engine import releases
 from reconciler.model.specs import ProjectFile
-from reconciler.requests import applying, changesets
+from reconciler.requests import changesets, proceeding
 from reconciler.requests.changesets import Commit
 from reconciler.store import schema
 
@@ -61,7 +61,15 @@ def stage(
         units = projects.units(session, env)
         live = {name: releases.live_values(u) for name, u in units.items()}
         heads = {name: h for name, u in units.items() if (h := releases.headline(u.active_release))}
-        lines = planning.plan(projects.recorded_config(env), new, live, heads)
+        shown = {name: releases.live_resolved(u, env.namespace) for name, u in units.items()}
+        lines = planning.plan(
+            projects.recorded_config(env),
+            new,
+            live,
+            heads,
+            shown,
+            namespace=env.namespace,
+        )
         for older in changesets.open_for(session, env.id, owner):
             changesets.discard(
                 session, ctx.clock, older, messages.replaced_by(commit.short), actor=owner
@@ -70,17 +78,5 @@ def stage(
             continue
         changeset = changesets.create(session, ctx.clock, env, owner, commit, file.source, lines)
         staged.append(changeset)
-        touched = {line.service for line in lines}
-        held = sorted(s.name for s in new.services if s.name in touched and not s.auto_deploy)
-        if held:
-            changesets.note(
-                session,
-                ctx.clock,
-                changeset,
-                f"Draft: {', '.join(held)} {'has' if len(held) == 1 else 'have'} "
-                f"auto_deploy = false; apply it with: nebula changeset apply {changeset.id}",
-                actor=owner,
-            )
-            continue
-        applying.apply(session, ctx, changeset, requester=owner)
+        proceeding.proceed(session, ctx, changeset, requester=owner)
     return staged

@@ -32,7 +32,7 @@ from reconciler.core.states import (
 from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
 from reconciler.errors import ConflictError, RefusedError
-from reconciler.model import graph, validation
+from reconciler.model import graph
 from reconciler.model.frozen import FrozenRelease
 from reconciler.model.specs import EnvironmentConfig, ServiceSpec
 from reconciler.requests import approvals, changesets, guards, starting
@@ -48,32 +48,34 @@ class Applied:
     ended: list[Ended] = field(default_factory=list)
 
 
-def _config(changeset: schema.ChangeSet) -> EnvironmentConfig:
-    config = validation.load(changeset.file_text).environment(changeset.environment.name)
-    assert config is not None, "a staged file always declares its environment"
-    return config
-
-
-def _live(unit: schema.Unit | None, field_name: str) -> object:
+def _live(
+    env: schema.Environment, units: dict[str, schema.Unit], line: schema.ChangeSetLine
+) -> object:
+    """The live value a line's ``before`` is compared with: a resolved value for a line that
+    changed through a reference (``via``), else the field as the active release has it."""
+    unit = units.get(line.service)
     if unit is None:
         return None
-    if field_name in (FIRST_DEPLOY_FIELD, REMOVAL_FIELD):
+    if line.field in (FIRST_DEPLOY_FIELD, REMOVAL_FIELD):
         return releases.headline(unit.active_release)
-    return releases.live_values(unit).get(field_name)
+    if line.via is not None:
+        return releases.live_resolved(unit, env.namespace).get(line.field)
+    return releases.live_values(unit).get(line.field)
 
 
 def _drifted(changeset: schema.ChangeSet, units: dict[str, schema.Unit]) -> str | None:
     """Every line's ``before`` against the live value now; the drifted lines are marked."""
+    env = changeset.environment
     drifted = []
     for line in changeset.lines:
-        line.drifted = _live(units.get(line.service), line.field) != line.before
+        line.drifted = _live(env, units, line) != line.before
         if line.drifted:
             drifted.append(line)
     if not drifted:
         return None
     shown = "; ".join(
         f"{line.service} {line.field} (staged with {line.before!r}, "
-        f"now {_live(units.get(line.service), line.field)!r})"
+        f"now {_live(env, units, line)!r})"
         for line in drifted
     )
     return (
@@ -117,7 +119,7 @@ def apply(
         )
     env = changeset.environment
     units = projects.units(session, env)
-    config = _config(changeset)
+    config = changesets.config(changeset)
     deploying = {
         line.service
         for line in changeset.lines
@@ -141,6 +143,7 @@ def apply(
         )
         return Applied(changeset, refused=refused)
     result = Applied(changeset)
+    frozen = {name: _release_config(changeset, config, name, units.get(name)) for name in order}
     if outcome is not None:
         result.approval = approvals.request(
             session,
@@ -156,9 +159,7 @@ def apply(
     source = f"commit {changeset.commit[:7]}" if changeset.commit else f"change set {changeset.id}"
     for name in order:
         unit = units.get(name) or _new_unit(session, ctx, env, config, name)
-        spec = config.unit(name)
-        assert spec is not None
-        release = releases.create(session, ctx.clock, unit, FrozenRelease.of(config, spec), source)
+        release = releases.create(session, ctx.clock, unit, frozen[name], source)
         result.deployments.append(
             queueing.create(
                 session,
@@ -185,6 +186,23 @@ def apply(
             actor=requester,
         )
     return result
+
+
+def _release_config(
+    changeset: schema.ChangeSet, config: EnvironmentConfig, name: str, unit: schema.Unit | None
+) -> FrozenRelease:
+    """What the unit's new release freezes: the change set's file, or, when a secret it reads
+    is all that changed, the active release again (a rollback stays what it rolled to)."""
+    mine = [line for line in changeset.lines if line.service == name]
+    if (
+        unit is not None
+        and unit.active_release is not None
+        and all(line.kind == LineKind.SECRET.value for line in mine)
+    ):
+        return releases.frozen(unit.active_release)
+    spec = config.unit(name)
+    assert spec is not None
+    return FrozenRelease.of(config, spec)
 
 
 def _new_unit(
@@ -226,8 +244,9 @@ def complete(
     """The change set takes effect: recorded, settings changed, its deployments start."""
     env = changeset.environment
     changesets.move(session, ctx.clock, changeset, ChangeSetState.APPLIED, None, actor=actor)
-    env.recorded_file = changeset.file_text
-    env.recorded_commit = changeset.commit
+    if changesets.from_file(changeset):
+        env.recorded_file = changeset.file_text
+        env.recorded_commit = changeset.commit
     units = projects.units(session, env)
     for line in changeset.lines:
         unit = units.get(line.service)

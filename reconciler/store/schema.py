@@ -207,6 +207,8 @@ class ChangeSetLine(Base):
     field: Mapped[str] = mapped_column(String(300))
     before: Mapped[Any] = mapped_column(JSON, nullable=True)
     after: Mapped[Any] = mapped_column(JSON, nullable=True)
+    # The reference that changed this resolved value ("a.K", "host(a)"); None for a text change.
+    via: Mapped[str | None] = mapped_column(String(300))
     drifted: Mapped[bool] = mapped_column(Boolean, default=False)
     changeset: Mapped[ChangeSet] = relationship(back_populates="lines")
 

@@ -147,6 +147,10 @@ class ChangeSetLine(Out):
     field: str
     before: Any = Field(description="the live value when staged (null: none)")
     after: Any = Field(description="the new file's value (null: removed)")
+    via: str | None = Field(
+        default=None,
+        description="the reference that changed this resolved value (e.g. a.K); null: the text",
+    )
 
 
 class ChangeSet(Out):
