@@ -88,6 +88,8 @@ class ApprovalRequest:
     lines: tuple[Line, ...] = ()
     manifests: ManifestDiff = field(default_factory=ManifestDiff)
     decision: Decision | None = None  # set once it is no longer pending
+    # In a gated environment: what the gating environment proved ("Verified in staging: ...").
+    evidence: tuple[str, ...] = ()
 
     @property
     def by_project(self) -> bool:

@@ -86,6 +86,7 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
         lines=lines,
         manifests=manifestdiffs.summarize(Scope(project.slug, env.name), pairs),
         decision=None if a.state == ApprovalState.PENDING else decision(a),
+        evidence=tuple(a.evidence or ()),
     )
 
 

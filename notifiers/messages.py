@@ -63,6 +63,8 @@ def approval(request: ApprovalRequest) -> Message:
         out.append(
             blocks.section("*Services*\n" + "\n".join(_service(s) for s in request.services))
         )
+    if request.evidence:
+        out.append(blocks.section("\n".join(f":mag: {escape(e)}" for e in request.evidence)))
     if request.lines:
         out.append(blocks.section(_lines_text(request.lines)))
     out.append(blocks.section(manifest_summary(request.manifests)))
@@ -200,6 +202,8 @@ def _approval_text(request: ApprovalRequest, title: str) -> str:
         else request.requested_by
     )
     text = f"{title}: {services or request.kind} (requested by {who})"
+    for evidence in request.evidence:
+        text += f". {evidence}"
     if request.decision is not None:
         text += f". {_plain_decision(request.decision)}"
     return text

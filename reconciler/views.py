@@ -8,7 +8,7 @@ not values), and secrets are never read here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from reconciler.admin.members import shown_actor
 from reconciler.clock import utc
 from reconciler.core.states import ApprovalTarget, DeploymentState
+from reconciler.durations import format_duration
 from reconciler.engine.queueing import Ended
 from reconciler.gitsource.urls import sanitize_url
 from reconciler.requests import approvals
@@ -125,6 +126,9 @@ def project_status(
             {
                 "name": env.name,
                 "protected": env.protected,
+                "promote_from": env.promote_from,
+                "soak": format_duration(timedelta(seconds=env.soak_seconds or 0)),
+                "self_heal": env.self_heal,
                 "namespace": env.namespace,
                 "in_file": env.in_file,
                 "services": [unit_status(u, latest.get(u.id)) for u in units],
@@ -188,6 +192,8 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
         "message": c.note or c.message,
         "commit_message": c.message,
         "note": c.note,
+        "gate": gate(c),
+        "evidence": list(approval.evidence or []) if approval else [],
         "approval_id": str(approval.id) if approval else None,
         "created_at": iso(c.created_at),
         "finished_at": iso(c.finished_at),
@@ -206,6 +212,18 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
     }
 
 
+def gate(c: schema.ChangeSet) -> dict[str, Any] | None:
+    """Its promotion gate: null in an environment without ``promote_from``."""
+    if c.gate_state is None:
+        return None
+    return {
+        "environment": c.gate_environment,
+        "soak": format_duration(timedelta(seconds=c.gate_soak_seconds or 0)),
+        "state": c.gate_state,
+        "message": c.gate_message,
+    }
+
+
 def approval(a: schema.Approval) -> dict[str, Any]:
     env = a.environment
     return {
@@ -221,6 +239,7 @@ def approval(a: schema.Approval) -> dict[str, Any]:
         "decided_via": a.decided_via,
         "rule": a.rule,
         "reason": a.reason,
+        "evidence": list(a.evidence or []),
         "created_at": iso(a.created_at),
         "expires_at": iso(a.expires_at),
         "decided_at": iso(a.decided_at),

@@ -59,6 +59,9 @@ def list_approvals(args: argparse.Namespace) -> int:
                 ["id", "where", "target", "kind", "state", "requested by", "decided by", "rule"],
             )
         )
+        for r in group:
+            for evidence in r["evidence"]:
+                print(f"  approval {r['id']}: {evidence}")
     return 0
 
 

@@ -46,8 +46,15 @@ def _print(data: dict[str, object]) -> None:
     print(head + (f"  commit {commit}" if commit else "") + f"  owner {data['owner']}")
     if data.get("message"):
         print(f"  {data['message']}")
-    if data.get("note"):
+    gate: dict[str, object] | None = data.get("gate")  # type: ignore[assignment]
+    if data.get("note") and not (gate and data["note"] == gate["message"]):
         print(f"  note: {data['note']}")
+    if gate:
+        print(
+            f"  gate: {gate['state']} ({gate['environment']}, soak {gate['soak']}): {gate['message']}"
+        )
+    for evidence in data.get("evidence") or []:  # type: ignore[attr-defined]
+        print(f"  {evidence}")
     for line in data["lines"]:  # type: ignore[attr-defined]
         print(f"  {line_text(line)}")
 

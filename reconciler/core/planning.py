@@ -16,12 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from reconciler.core.states import LineKind, ServiceKind
+from reconciler.durations import format_duration
 from reconciler.model import resolved
-from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec, Unit
+from reconciler.model.specs import (
+    DatabaseSpec,
+    EnvironmentConfig,
+    EnvironmentSpec,
+    ServiceSpec,
+    Unit,
+)
 
 Value = str | int | bool | list[str] | None
+ENVIRONMENT_FIELDS = ("protected", "promote_from", "soak", "self_heal")
 FIRST_DEPLOY_FIELD = "first_deploy"
 REMOVAL_FIELD = "removal"
 
@@ -79,6 +88,37 @@ def flatten(unit: Unit) -> dict[str, Value]:
     return out
 
 
+def environment_values(spec: EnvironmentSpec) -> dict[str, Value]:
+    """An environment's settings as lines show them (``environment.soak`` -> ``"30m"``)."""
+    values: dict[str, Value] = {
+        "protected": spec.protected,
+        "promote_from": spec.promote_from,
+        "soak": format_duration(timedelta(seconds=spec.soak_seconds)),
+        "self_heal": spec.self_heal,
+    }
+    return {f"environment.{key}": values[key] for key in ENVIRONMENT_FIELDS}
+
+
+def environment_lines(
+    recorded: EnvironmentSpec | None, new: EnvironmentSpec, live: EnvironmentSpec | None
+) -> list[PlannedLine]:
+    """The settings of the environment itself that the new file changes (behaviour.md
+    "Environment settings are change-set lines"), against the recorded file's, or against
+    the live ones before any file was recorded."""
+    baseline = recorded or live
+    if baseline is None:
+        return []
+    old, now = environment_values(baseline), environment_values(new)
+    current = environment_values(live) if live is not None else {}
+    return [
+        PlannedLine(
+            new.name, ServiceKind.ENVIRONMENT, LineKind.ENVIRONMENT, f, current.get(f), now[f]
+        )
+        for f in now
+        if old[f] != now[f]
+    ]
+
+
 def line_kind(field: str, after: Value) -> LineKind:
     if field.startswith("variables."):
         return LineKind.VARIABLE_SET if after is not None else LineKind.VARIABLE_DELETE
@@ -111,6 +151,7 @@ def plan(
     live_resolved: Mapping[str, Mapping[str, str]] | None = None,
     *,
     namespace: str = "",
+    live_environment: EnvironmentSpec | None = None,
 ) -> list[PlannedLine]:
     """The lines to stage for one environment, in a stable order (unit order, then field).
 
@@ -118,8 +159,11 @@ def plan(
     live image (or engine and version) for removal lines; ``live_resolved`` each deployed
     service's variables as its active release resolved them (``variables.X`` -> the value
     shown), and ``namespace`` the environment's, for the addresses ``host()`` stands for.
+    ``live_environment`` is the environment's own settings now: changed ones come first.
     """
-    lines: list[PlannedLine] = []
+    lines = environment_lines(
+        recorded.environment if recorded is not None else None, new.environment, live_environment
+    )
     old_units = {u.name: u for u in recorded.units()} if recorded is not None else {}
     for unit in new.units():
         kind = unit_kind(unit)

@@ -2,9 +2,11 @@
 
 Environments and units rows are kept in step with the file here. A newer push replaces the
 project's older unapplied change set for an environment; an environment with no line gets no
-change set. Each goes on as ``requests.proceeding`` says: unprotected environments apply at
-once (unless a touched service has ``auto_deploy = false``); protected ones request approval
-at once, since a push is an action that starts a deployment there.
+change set. Each goes on as ``requests.proceeding`` says: held while its promotion gate
+waits or a touched service has ``auto_deploy = false``, else applied at once in unprotected
+environments, with an approval requested at once in protected ones (a push is an action that
+starts a deployment there). An environment's own settings change only when a change set
+carrying them is applied.
 """
 
 from __future__ import annotations
@@ -29,16 +31,14 @@ def sync_environments(
     for position, spec in enumerate(file.environments):
         env = existing.get(spec.name)
         if env is None:
+            # A new environment starts with the file's settings; later changes to them are
+            # change-set lines, in effect once their change set is applied.
             env = schema.Environment(
-                project_id=project.id,
-                name=spec.name,
-                position=position,
-                protected=spec.protected,
-                created_at=ctx.clock.now(),
+                project_id=project.id, name=spec.name, position=position, created_at=ctx.clock.now()
             )
+            projects.set_environment(env, spec)
             session.add(env)
             project.environments.append(env)
-        env.protected = spec.protected
         env.position = position
         env.in_file = True
         out.append(env)
@@ -69,6 +69,7 @@ def stage(
             heads,
             shown,
             namespace=env.namespace,
+            live_environment=projects.live_environment(env),
         )
         for older in changesets.open_for(session, env.id, owner):
             changesets.discard(

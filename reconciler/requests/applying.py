@@ -19,13 +19,14 @@ from sqlalchemy.orm import Session
 
 from reconciler.admin import projects
 from reconciler.context import Context
-from reconciler.core import approving
+from reconciler.core import approving, planning
 from reconciler.core.planning import FIRST_DEPLOY_FIELD, REMOVAL_FIELD, unit_kind
 from reconciler.core.states import (
     ApprovalTarget,
     ChangeSetState,
     DeploymentKind,
     DeploymentState,
+    GateState,
     LineKind,
     ServiceStatus,
 )
@@ -35,7 +36,7 @@ from reconciler.errors import ConflictError, RefusedError
 from reconciler.model import graph
 from reconciler.model.frozen import FrozenRelease
 from reconciler.model.specs import EnvironmentConfig, ServiceSpec
-from reconciler.requests import approvals, changesets, guards, starting
+from reconciler.requests import approvals, changesets, gates, guards, starting
 from reconciler.store import events, schema
 
 
@@ -51,8 +52,11 @@ class Applied:
 def _live(
     env: schema.Environment, units: dict[str, schema.Unit], line: schema.ChangeSetLine
 ) -> object:
-    """The live value a line's ``before`` is compared with: a resolved value for a line that
-    changed through a reference (``via``), else the field as the active release has it."""
+    """The live value a line's ``before`` is compared with: the environment's setting, a
+    resolved value for a line that changed through a reference (``via``), else the field as
+    the active release has it."""
+    if line.kind == LineKind.ENVIRONMENT.value:
+        return planning.environment_values(projects.live_environment(env)).get(line.field)
     unit = units.get(line.service)
     if unit is None:
         return None
@@ -117,6 +121,9 @@ def apply(
         raise ConflictError(
             f"Change set {changeset.id} is {changeset.state}; only a draft can be applied"
         )
+    gate = gates.check(session, ctx, changeset)
+    if gate is not None and gate.state is not GateState.PASSED:
+        return Applied(changeset, refused=gate.message)  # waiting for it, or ended failed
     env = changeset.environment
     units = projects.units(session, env)
     config = changesets.config(changeset)
@@ -155,6 +162,7 @@ def apply(
             ApprovalTarget.CHANGESET.value,
             requester,
             outcome,
+            evidence=gates.proof(session, ctx, env, [(n, frozen[n].image) for n in order]),
         )
     source = f"commit {changeset.commit[:7]}" if changeset.commit else f"change set {changeset.id}"
     for name in order:
@@ -247,10 +255,13 @@ def complete(
     if changesets.from_file(changeset):
         env.recorded_file = changeset.file_text
         env.recorded_commit = changeset.commit
+    if any(line.kind == LineKind.ENVIRONMENT.value for line in changeset.lines):
+        # Its settings (protection, the gate, self-heal) are the applied file's from now on.
+        projects.set_environment(env, changesets.config(changeset).environment)
     units = projects.units(session, env)
     for line in changeset.lines:
         unit = units.get(line.service)
-        if unit is None:
+        if unit is None or line.kind == LineKind.ENVIRONMENT.value:
             continue
         if line.kind == LineKind.AUTO_DEPLOY.value:
             unit.auto_deploy = bool(line.after)
