@@ -5,9 +5,11 @@ deployments wait in awaiting-approval until it is decided (or pass at once by a 
 file is recorded for the environment (what the next push is diffed against) only when the
 change set is actually applied.
 
-An apply is an ordered list of checks, each of which may refuse it with a note (drift, a
-freeze, the concurrency cap); a refusal is returned, not raised, so that what it records
-(drifted lines, the note) is committed with it.
+An apply is an ordered list of checks, each of which may refuse it with a note (its
+promotion gate, drift, a freeze, the concurrency cap); a refusal is returned, not raised, so
+that what it records (drifted lines, the note, a failed gate) is committed with it. In a
+gated environment the approval records what the gating environment proved (``gates.proof``).
+The environment's own settings change when a change set carrying them takes effect.
 """
 
 from __future__ import annotations

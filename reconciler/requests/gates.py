@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from reconciler.context import Context
@@ -53,29 +53,34 @@ def evidence(
     ).first()
     if row is None:
         return Evidence(unit)
-    deployments = session.scalars(
+    mine = session.scalars(
         select(schema.Deployment)
-        .where(schema.Deployment.unit_id == row.id)
+        .join(schema.Release, schema.Release.id == schema.Deployment.release_id)
+        .where(schema.Deployment.unit_id == row.id, schema.Release.image == image)
         .options(joinedload(schema.Deployment.release))
         .order_by(schema.Deployment.id)
     ).all()
-    healthy = sorted(
-        (d for d in deployments if d.state == DeploymentState.HEALTHY.value and d.finished_at),
-        key=lambda d: (d.finished_at, d.id),
-    )
     stretches = []
-    for index, d in enumerate(healthy):
-        if d.release.image != image:
+    for d in mine:
+        if d.state != DeploymentState.HEALTHY.value or d.finished_at is None:
             continue
-        assert d.finished_at is not None
-        if index + 1 < len(healthy):
-            until = healthy[index + 1].finished_at
-        elif row.active_release_id == d.release_id:
-            until = None  # it serves there now
-        else:
-            until = d.release.retired_at or d.finished_at
+        # Until the unit's next deployment went healthy (whatever it ran), if one did.
+        until = session.scalar(
+            select(func.min(schema.Deployment.finished_at)).where(
+                schema.Deployment.unit_id == row.id,
+                schema.Deployment.state == DeploymentState.HEALTHY.value,
+                or_(
+                    schema.Deployment.finished_at > d.finished_at,
+                    and_(
+                        schema.Deployment.finished_at == d.finished_at,
+                        schema.Deployment.id > d.id,
+                    ),
+                ),
+            )
+        )
+        if until is None and row.active_release_id != d.release_id:
+            until = d.release.retired_at or d.finished_at  # it stopped serving some other way
         stretches.append(gates.Stretch(d.release.name, d.finished_at, until))
-    mine = [d for d in deployments if d.release.image == image]
     latest = None
     if mine:
         last = mine[-1]

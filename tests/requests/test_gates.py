@@ -236,3 +236,25 @@ def test_a_change_set_waiting_through_a_restart_goes_on_by_itself(
         )
     finally:
         again.ctx.db.dispose()
+
+
+def test_a_newer_release_in_staging_does_not_undo_the_proof(
+    nebula: Nebula, git_repo: GitRepo
+) -> None:
+    deployed(nebula, git_repo)
+    push(nebula, git_repo, gated(api=API_2))
+    nebula.settle()
+    proven_at = healthy_at(nebula, "api", "r-2")
+    nebula.clock.set(proven_at + SOAK)
+    nebula.reconcile()
+    assert production_changeset(nebula)["state"] == "pending-approval"
+    # The same image again, as a new release in staging (a variable changed): production's
+    # new change set needs no new soak, r-2's half hour proved the image.
+    push(nebula, git_repo, gated({'LOG_LEVEL = "info"': 'LOG_LEVEL = "debug"'}, api=API_2))
+    nebula.settle()
+    staged = production_changeset(nebula)
+    assert staged["state"] == "pending-approval"
+    stamp = proven_at.strftime("%Y-%m-%d %H:%M")
+    assert staged["gate"]["message"].startswith(
+        f"Verified in staging: api r-2 healthy since {stamp} UTC (30m"
+    )
