@@ -2,7 +2,8 @@
 ``promote_from``, ``soak`` and ``self_heal``; a change set's gate; an approval's evidence.
 
 Revision ID: 0002
-Revises: 0001
+Revises: 0004 (written against 0001; chained after main's 0004 when main was merged in, so the
+branch has one head: the lead may re-chain it)
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0002"
-down_revision = "0001"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
