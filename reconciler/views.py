@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -25,6 +25,7 @@ from reconciler.core.states import (
     HistoryState,
     ReleaseStatus,
 )
+from reconciler.durations import format_duration
 from reconciler.engine.queueing import Ended
 from reconciler.requests import approvals
 from reconciler.store import schema
@@ -161,6 +162,9 @@ def project_status(
             {
                 "name": env.name,
                 "protected": env.protected,
+                "promote_from": env.promote_from,
+                "soak": format_duration(timedelta(seconds=env.soak_seconds or 0)),
+                "self_heal": env.self_heal,
                 "namespace": env.namespace,
                 "in_file": env.in_file,
                 "services": [unit_status(u, latest.get(u.id), waiting) for u in units],
@@ -236,6 +240,8 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
         "message": c.note or c.message,
         "commit_message": c.message,
         "note": c.note,
+        "gate": gate(c),
+        "evidence": list(approval.evidence or []) if approval else [],
         "approval_id": str(approval.id) if approval else None,
         "created_at": iso(c.created_at),
         "finished_at": iso(c.finished_at),
@@ -246,6 +252,7 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
                 "field": line.field,
                 "before": line.before,
                 "after": line.after,
+                "via": line.via,
                 "drifted": line.drifted,
             }
             for line in c.lines
@@ -315,6 +322,18 @@ def audit(entry: auditing.Entry) -> dict[str, Any]:
     }
 
 
+def gate(c: schema.ChangeSet) -> dict[str, Any] | None:
+    """Its promotion gate: null in an environment without ``promote_from``."""
+    if c.gate_state is None:
+        return None
+    return {
+        "environment": c.gate_environment,
+        "soak": format_duration(timedelta(seconds=c.gate_soak_seconds or 0)),
+        "state": c.gate_state,
+        "message": c.gate_message,
+    }
+
+
 def approvals_of(session: Session, rows: Iterable[schema.Approval]) -> list[dict[str, Any]]:
     """``approval`` of each row, with the commit author of the change sets pushes asked for."""
     listed = list(rows)
@@ -350,6 +369,7 @@ def approval(a: schema.Approval, author: str | None = None) -> dict[str, Any]:
         "decided_via": a.decided_via,
         "rule": a.rule,
         "reason": a.reason,
+        "evidence": list(a.evidence or []),
         "created_at": iso(a.created_at),
         "expires_at": iso(a.expires_at),
         "decided_at": iso(a.decided_at),
