@@ -3,7 +3,7 @@
 The house, top to bottom; every import points down, and rooms of one floor (``|``) do not
 know each other (enforced by import-linter, see ``[tool.importlinter]`` in pyproject.toml)::
 
-    surfaces   cli  >  demo | serving  >  bootstrap  >  web  >  scheduling | views
+    surfaces   cli  >  demo | serving  >  bootstrap  >  web  >  scheduling | views  >  liveviews
     flows      reconciling  >  gitops  >  requests
     engine     engine
     records    admin | context

@@ -2,8 +2,10 @@
 
 A fixtures sample project is committed to a temporary git repository and registered; the
 reconciler polls it, stages a change set per environment and walks every deployment through
-its stages on the simulated cluster, printing each step. Production is protected: its approval
-is shown waiting and decided by an admin. A second commit changes a variable and an image.
+its stages on the simulated cluster, printing each step. Production is protected and promotes
+from staging: its change set waits until staging is healthy, then its approval (with what
+staging proved) is shown waiting and decided by an admin. A second commit changes a variable
+and an image.
 Then web is scaled behind Nebula's back in both environments: staging (``self_heal = true``)
 is put back at its next drift check, production is shown drifted (``nebula diff``).
 Everything lives in a temporary directory that is removed at the end; nothing keeps running.
@@ -30,7 +32,7 @@ from sqlalchemy import func, select
 from reconciler import bootstrap, reconciling, views
 from reconciler.admin import members, projects
 from reconciler.context import Context
-from reconciler.core.states import ApprovalState, DecisionChannel
+from reconciler.core.states import ApprovalState, ChangeSetState, DecisionChannel, GateState
 from reconciler.engine import drifting
 from reconciler.requests import approvals, changesets, deciding
 from reconciler.settings import Settings
@@ -95,8 +97,10 @@ class Demo:
             if first and report.poll.staged:
                 staged = len(report.poll.staged)
                 self.say(f"   polled: {staged} change set{'s' if staged != 1 else ''} staged")
-            first = False
             self.print_steps()
+            if first:
+                self.show_gates()
+            first = False
             if not report.busy or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
@@ -119,6 +123,16 @@ class Demo:
                     line += f"  ({event.message})"
                 self.say(line)
 
+    def show_gates(self) -> None:
+        """Change sets held by a promotion gate: production waits for what staging proves."""
+        with self.ctx.db.transaction() as session:
+            for changeset in changesets.listing(session, state=ChangeSetState.DRAFT):
+                if changeset.gate_state == GateState.WAITING.value:
+                    self.say(
+                        f"   {changeset.environment.name:<11} change set {changeset.id} waits: "
+                        f"{changeset.gate_message}"
+                    )
+
     def show_pending_approval(self) -> int:
         with self.ctx.db.transaction() as session:
             pending = approvals.listing(session, state=ApprovalState.PENDING)
@@ -132,6 +146,8 @@ class Demo:
                 + (f" (push by {changeset.author})" if changeset.author else "")
                 + f", {approval.state}"
             )
+            for evidence in approval.evidence or ():
+                self.say(f"     {evidence}")
             for line in changeset.lines:
                 self.say(
                     f"     {line.service:<7} {line.field:<28} "
@@ -230,7 +246,9 @@ class Demo:
         sha = self.commit(source, "Webapp: first version")
         self.heading(f"Push {sha[:7]}: the first version")
         self.run_until_idle()
-        self.heading("Production is protected: its change set waits for approval")
+        self.heading(
+            "Staging proved it; production is protected: its change set waits for approval"
+        )
         first = self.show_pending_approval()
         self.approve(first, "alice")
         self.run_until_idle()

@@ -1,6 +1,7 @@
-"""One reconcile pass: expire approvals, poll, advance deployments, check the live state of
-units whose last check is older than NEBULA_DRIFT_INTERVAL. Shared by ``nebula reconcile`` and
-the scheduler of ``nebula serve`` (which runs the drift checks on a timer of their own)."""
+"""One reconcile pass: expire approvals, poll, advance (change sets waiting on a promotion
+gate, then deployments), check the live state of units whose last check is older than
+NEBULA_DRIFT_INTERVAL. Shared by ``nebula reconcile`` and the scheduler of ``nebula serve``
+(whose tick is ``advance``; it runs the drift checks on a timer of their own)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from reconciler.context import Context
 from reconciler.engine import drifting, ticking
 from reconciler.gitops import polling
-from reconciler.requests import deciding, removing
+from reconciler.requests import deciding, proceeding, removing
 
 
 @dataclass
@@ -32,7 +33,18 @@ def run_once(ctx: Context, project: str | None = None, *, poll: bool = True) -> 
     report.expired = expire(ctx)
     if poll:
         report.poll = polling.poll(ctx, [project] if project else None)
-    report.moved, report.busy = ticking.tick(ctx, project)
+    report.moved, report.busy = advance(ctx, project)
     report.forgotten = removing.finish_all(ctx)  # projects being removed, once torn down
     report.checked = drifting.check_due(ctx, project)
     return report
+
+
+def advance(ctx: Context, project: str | None = None) -> tuple[int, bool]:
+    """Change sets whose promotion gate passed go on (or end, when it failed), then one tick of
+    the deployments, then the gates again if a deployment moved (it may be what one waits
+    for). Returns (steps taken, anything still moving); a soak is time passing, not motion."""
+    gated = proceeding.recheck(ctx, project)
+    moved, busy = ticking.tick(ctx, project)
+    if moved:
+        gated += proceeding.recheck(ctx, project)
+    return moved + gated, busy or bool(gated)

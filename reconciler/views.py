@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler import liveviews
 from reconciler.admin import auditing, projects
 from reconciler.admin.members import PROJECT_REQUESTER, shown_actor
 from reconciler.clock import utc
@@ -24,9 +25,8 @@ from reconciler.core.states import (
     DeploymentState,
     HistoryState,
     ReleaseStatus,
-    Sync,
 )
-from reconciler.engine.drifting import Inspection
+from reconciler.durations import format_duration
 from reconciler.engine.queueing import Ended
 from reconciler.requests import approvals
 from reconciler.requests.suspending import Outcome
@@ -125,7 +125,6 @@ def unit_status(
         if approval_id is None and shown.changeset_id is not None:
             approval_id = waiting.get((ApprovalTarget.CHANGESET.value, shown.changeset_id))
         brief["approval_id"] = str(approval_id) if approval_id is not None else None
-    checked = active is not None and unit.sync is not None
     return {
         "name": unit.name,
         "kind": unit.kind,
@@ -133,21 +132,8 @@ def unit_status(
         "active_release": active.name if active else None,
         "image": active.image if active else None,
         "deployment": brief,
-        # Live state (drift checks): synced | drifted | unknown, and what differs.
-        "sync": unit.sync if checked else Sync.UNKNOWN.value,
-        "drift": list(unit.drift or []) if checked else [],
-        "drift_checked_at": iso(unit.drift_checked_at) if checked else None,
-        "blocker": unit.sync_blocker if checked else None,
-        "message": unit.sync_message if checked else None,
+        **liveviews.sync(unit),  # synced | drifted | unknown, and what differs
     }
-
-
-def suspension(row: schema.Project | schema.Environment) -> dict[str, Any] | None:
-    """``{"by", "at", "reason"}`` while suspended (the row's own), else None."""
-    found = projects.suspension_of(row)
-    if found is None:
-        return None
-    return {"by": found.by, "at": iso(found.at), "reason": found.reason}
 
 
 def pending_approvals(session: Session, environment_id: int) -> dict[tuple[str, int], int]:
@@ -179,9 +165,12 @@ def project_status(
             {
                 "name": env.name,
                 "protected": env.protected,
+                "promote_from": env.promote_from,
+                "soak": format_duration(timedelta(seconds=env.soak_seconds or 0)),
+                "self_heal": env.self_heal,
                 "namespace": env.namespace,
                 "in_file": env.in_file,
-                "suspended": suspension(env),
+                "suspended": liveviews.suspension(env),
                 "services": [unit_status(u, latest.get(u.id), waiting) for u in units],
             }
         )
@@ -196,7 +185,7 @@ def project_status(
         "last_polled_at": iso(project.last_polled_at),
         "webhook_signed": project.webhook_secret is not None,
         "removing": removing(project),
-        "suspended": suspension(project),
+        "suspended": liveviews.suspension(project),
         "environments": environments,
     }
 
@@ -206,12 +195,6 @@ def removing(project: schema.Project) -> dict[str, Any] | None:
     if project.removing_at is None:
         return None
     return {"by": shown_actor(project.removing_by), "at": iso(project.removing_at)}
-
-
-def diff(slug: str, inspections: Iterable[Inspection]) -> dict[str, Any]:
-    """``nebula diff -o json`` and ``GET /api/v1/projects/{slug}/diff``."""
-    units = [i.to_json() for i in inspections]
-    return {"project": slug, "differences": sum(len(u["drift"]) for u in units), "units": units}
 
 
 def ended(items: Iterable[Ended]) -> list[dict[str, Any]]:
@@ -239,7 +222,7 @@ def project(p: schema.Project) -> dict[str, Any]:
         # A project without a webhook secret takes push notifications from anyone.
         "webhook_signed": p.webhook_secret is not None,
         "webhook_limit": p.webhook_limit_seconds or None,
-        "suspended": suspension(p),
+        "suspended": liveviews.suspension(p),
     }
 
 
@@ -263,6 +246,8 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
         "message": c.note or c.message,
         "commit_message": c.message,
         "note": c.note,
+        "gate": gate(c),
+        "evidence": list(approval.evidence or []) if approval else [],
         "approval_id": str(approval.id) if approval else None,
         "created_at": iso(c.created_at),
         "finished_at": iso(c.finished_at),
@@ -273,6 +258,7 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
                 "field": line.field,
                 "before": line.before,
                 "after": line.after,
+                "via": line.via,
                 "drifted": line.drifted,
             }
             for line in c.lines
@@ -342,6 +328,18 @@ def audit(entry: auditing.Entry) -> dict[str, Any]:
     }
 
 
+def gate(c: schema.ChangeSet) -> dict[str, Any] | None:
+    """Its promotion gate: null in an environment without ``promote_from``."""
+    if c.gate_state is None:
+        return None
+    return {
+        "environment": c.gate_environment,
+        "soak": format_duration(timedelta(seconds=c.gate_soak_seconds or 0)),
+        "state": c.gate_state,
+        "message": c.gate_message,
+    }
+
+
 def approvals_of(session: Session, rows: Iterable[schema.Approval]) -> list[dict[str, Any]]:
     """``approval`` of each row, with the commit author of the change sets pushes asked for."""
     listed = list(rows)
@@ -377,6 +375,7 @@ def approval(a: schema.Approval, author: str | None = None) -> dict[str, Any]:
         "decided_via": a.decided_via,
         "rule": a.rule,
         "reason": a.reason,
+        "evidence": list(a.evidence or []),
         "created_at": iso(a.created_at),
         "expires_at": iso(a.expires_at),
         "decided_at": iso(a.decided_at),
@@ -389,6 +388,6 @@ def suspension_outcome(outcome: Outcome) -> dict[str, Any]:
     return {
         "project": outcome.project.slug,
         "environment": outcome.environment.name if outcome.environment is not None else None,
-        "suspended": suspension(outcome.target),
+        "suspended": liveviews.suspension(outcome.target),
         "changesets": [changeset(c) for c in outcome.went_on],
     }

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
+from reconciler.core.states import SecretChange
 from reconciler.errors import ConfigurationError, NotFoundError
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
@@ -25,7 +26,8 @@ def put(
     environment: str,
     name: str,
     value: str,
-) -> None:
+) -> SecretChange:
+    """Store ``value`` (encrypted); says whether it was missing, new or the same as before."""
     if not (_NAME.match(name) or name.startswith("nebula.")):
         raise ConfigurationError(
             f"'{name}' is not a valid secret name",
@@ -48,9 +50,12 @@ def put(
                 updated_at=clock.now(),
             )
         )
-    else:
-        row.ciphertext = vault.encrypt(value)
-        row.updated_at = clock.now()
+        return SecretChange.ADDED
+    if vault.decrypt(row.ciphertext) == value:
+        return SecretChange.UNCHANGED
+    row.ciphertext = vault.encrypt(value)
+    row.updated_at = clock.now()
+    return SecretChange.CHANGED
 
 
 def delete(session: Session, project_id: int, environment: str, name: str) -> None:

@@ -64,6 +64,9 @@ def list_approvals(args: argparse.Namespace) -> int:
         output.echo(f"{title}:")
         if group:
             tables.show(group, APPROVAL_COLUMNS)
+            for r in group:
+                for evidence in r.get("evidence") or []:
+                    output.echo(f"  approval {r['id']}: {evidence}")
         else:
             output.echo(f"  No {title.lower()} approvals.")
     return 0

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.cli import common, output, tables
+from reconciler.core.states import OPEN_CHANGESET_STATES, LineKind
 from reconciler.errors import RefusedError
 from reconciler.requests import applying, changesets
 
@@ -43,11 +45,22 @@ def requester(row: tables.Row, key: str = "owner") -> str:
 
 
 # ``nebula changeset show``: one row per line of the change set.
+OPEN_STATES = {s.value for s in OPEN_CHANGESET_STATES}
+
+
+def _shown(line: Mapping[str, Any], side: str) -> str:
+    """A line's value; a secret's line never shows one (``secret.STRIPE_KEY changed``)."""
+    if line["kind"] == LineKind.SECRET:
+        return "changed" if side == "after" else ""
+    return views.shown_value(line[side])
+
+
 LINE_COLUMNS = (
     tables.Column("service", "service", indent=2),
     tables.Column("field", "field"),
-    tables.Column("before", lambda line: views.shown_value(line["before"]), text=True),
-    tables.Column("after", lambda line: views.shown_value(line["after"]), text=True),
+    tables.Column("before", lambda line: _shown(line, "before"), text=True),
+    tables.Column("after", lambda line: _shown(line, "after"), text=True),
+    tables.Column("via", lambda line: f"via {line['via']}" if line.get("via") else ""),
     tables.Column("", lambda line: "DRIFTED" if line.get("drifted") else ""),
 )
 
@@ -71,8 +84,18 @@ def _print(data: dict[str, Any]) -> None:
     output.echo(head + (f"  commit {commit}" if commit else "") + f"  owner {requester(data)}")
     if data.get("commit_message"):
         output.echo(f"  {data['commit_message']}")
-    if data.get("note"):
+    gate = data.get("gate")
+    ended = data["state"] not in OPEN_STATES
+    if data.get("note") and ended:
+        output.echo(f"  {data['note']}")  # how it ended
+    elif data.get("note") and not (gate and data["note"] == gate["message"]):
         output.echo(f"  note: {data['note']}")
+    if gate:
+        output.echo(
+            f"  gate: {gate['state']} ({gate['environment']}, soak {gate['soak']}): {gate['message']}"
+        )
+    for evidence in data.get("evidence") or []:
+        output.echo(f"  {evidence}")
     if data.get("approval_id"):
         output.echo(f"  approval {data['approval_id']}")
     if data["lines"]:

@@ -48,6 +48,11 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("service")
     p.add_argument("--from", dest="source", required=True)
     p.add_argument("--to", dest="target", required=True)
+    p.add_argument(
+        "--skip-gate",
+        action="store_true",
+        help="promote before the target's promotion gate passes (admins and owners; recorded)",
+    )
     common.add_as(p)
     common.add_json(p)
     p = common.command(subparsers, "redeploy", redeploy, "a new release from the active image")
@@ -253,6 +258,7 @@ def promote(args: argparse.Namespace) -> int:
             args.source,
             args.target,
             common.actor(args, session),
+            skip_gate=args.skip_gate,
         )
         return _requested(args, result)
 

@@ -11,7 +11,7 @@ import sys
 
 import yaml
 
-from reconciler import views
+from reconciler import liveviews
 from reconciler.cli import common, output
 from reconciler.context import Context
 from reconciler.engine import drifting
@@ -46,7 +46,9 @@ def register(subparsers: common.Subparsers) -> None:
 def diff(args: argparse.Namespace) -> int:
     ctx = common.context(args)
     try:
-        data = views.diff(args.project, drifting.inspect(ctx, args.project, args.env, args.service))
+        data = liveviews.diff(
+            args.project, drifting.inspect(ctx, args.project, args.env, args.service)
+        )
     except NebulaError as exc:
         output.error(exc.message, exc.hint)
         return EXIT_ERROR

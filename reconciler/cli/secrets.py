@@ -8,10 +8,12 @@ import argparse
 import getpass
 import sys
 
+from reconciler import views
 from reconciler.admin import projects, secrets
 from reconciler.cli import common, output
-from reconciler.core.states import AdminAction
+from reconciler.core.states import AdminAction, SecretChange
 from reconciler.errors import ConfigurationError
+from reconciler.requests import rotating
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -25,6 +27,7 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("env")
     p.add_argument("name")
     common.add_as(p)
+    common.add_json(p)
     p = common.command(secret, "list", secret_list, "list secret names (never values)")
     p.add_argument("project")
     p.add_argument("env")
@@ -53,7 +56,7 @@ def secret_set(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
         who = common.actor(args, session)
         project = projects.get(session, args.project)
-        secrets.put(session, ctx.clock, ctx.vault, project.id, args.env, args.name, value)
+        change = secrets.put(session, ctx.clock, ctx.vault, project.id, args.env, args.name, value)
         common.audit(
             ctx,
             session,
@@ -63,7 +66,19 @@ def secret_set(args: argparse.Namespace) -> int:
             f"Secret {args.name} set (value not recorded)",
             project=project,
         )
+        # A new value is an input of every release that reads it: their change set (behaviour.md
+        # "Resolved values"); a secret that was missing releases what was held for it instead.
+        staged = None
+        if change is SecretChange.CHANGED:
+            staged = rotating.stage(session, ctx, project, args.env, args.name, who)
+        changeset = views.changeset_of(session, staged) if staged is not None else None
+    if args.json:
+        output.print_json({"secret": args.name, "change": change.value, "changeset": changeset})
+        return 0
     output.echo(f"secret {args.name} set for {args.project}/{args.env}")
+    if changeset is not None:
+        users = ", ".join(str(line["service"]) for line in changeset["lines"])
+        output.echo(f"  change set {changeset['id']} {changeset['state']}: {users}")
     return 0
 
 

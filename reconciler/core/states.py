@@ -123,11 +123,29 @@ class LineKind(StrEnum):
     FIRST_DEPLOY = "first-deploy"
     REMOVAL = "removal"
     FAILOVER = "automatic-failover"
+    SECRET = "secret"  # a server-side secret a service reads has a new value (never shown)
+    ENVIRONMENT = "environment"  # an environment's setting: protected, promote_from, ...
 
     @property
     def needs_deployment(self) -> bool:
         """Settings that change no running workload apply without a new release."""
-        return self not in (LineKind.AUTO_DEPLOY,)
+        return self not in (LineKind.AUTO_DEPLOY, LineKind.ENVIRONMENT)
+
+
+class SecretChange(StrEnum):
+    """What ``nebula secret set`` did to the stored value (never the value itself)."""
+
+    ADDED = "added"  # it was missing: deployments held for it carry on
+    CHANGED = "changed"  # a new value: the services reading it get a change set
+    UNCHANGED = "unchanged"  # the same value again: nothing to do
+
+
+class GateState(StrEnum):
+    """A change set's promotion gate (behaviour.md "Promotion gates")."""
+
+    WAITING = "waiting"  # a new image is not proven in the gating environment yet
+    PASSED = "passed"  # every new image it carries is
+    FAILED = "failed"  # the gating deployment failed, was cancelled or rejected
 
 
 class ApprovalState(StrEnum):
@@ -172,6 +190,7 @@ class ReleaseStatus(StrEnum):
 class ServiceKind(StrEnum):
     SERVICE = "service"
     DATABASE = "database"
+    ENVIRONMENT = "environment"  # only on a change-set line about the environment's settings
 
 
 class ServiceStatus(StrEnum):
@@ -224,6 +243,7 @@ class AdminAction(StrEnum):
     PROJECT_SET = "project.set"
     PROJECT_REMOVE = "project.remove"  # asked for: its environments are being torn down
     PROJECT_FORGOTTEN = "project.forgotten"  # torn down everywhere and forgotten
+    PROMOTE_SKIP_GATE = "promote.skip-gate"  # a promotion past its gate (``--skip-gate``)
     SUSPEND = "suspend"  # a project or an environment: nothing is applied until resumed
     RESUME = "resume"
     DRIFT = "drift"  # a unit's live objects began to differ from its release (actor nebula)

@@ -6,7 +6,7 @@ still run and stage change sets, but nothing is applied: each stays ``draft`` wi
 approval is requested, ``changeset apply``, redeploy and promote are refused with that message
 (``guards.check_suspended``), and self-heal stops (``engine.drifting``); rollbacks stay
 allowed and deployments already in flight finish. Resuming lets the newest draft change set
-that the suspension held go on by the normal rules (``applying.proceed``). Both are events.
+that the suspension held go on by the normal rules (``proceeding.proceed``). Both are events.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from reconciler.admin import members, projects
 from reconciler.context import Context
 from reconciler.core.states import ChangeSetState
 from reconciler.errors import ConfigurationError, ConflictError, ForbiddenError
-from reconciler.requests import applying
+from reconciler.requests import proceeding
 from reconciler.store import events, schema
 
 HELD = "Suspended by "  # how the note of a change set a suspension held begins
@@ -117,7 +117,7 @@ def resume(session: Session, ctx: Context, slug: str, env_name: str | None, who:
             .limit(1)
         ).first()
         if newest is not None and (newest.note or "").startswith(HELD):
-            applying.proceed(session, ctx, newest)
+            proceeding.proceed(session, ctx, newest, requester=newest.owner)
             outcome.went_on.append(newest)
     return outcome
 

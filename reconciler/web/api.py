@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import views
+from reconciler import liveviews, views
 from reconciler.admin import auditing, projects
 from reconciler.core.states import ApprovalState, ChangeSetState
 from reconciler.durations import parse_duration
@@ -85,7 +85,7 @@ def project_diff(
     slug: Slug, state: State, env: NameFilter = None, service: NameFilter = None
 ) -> dict[str, Any]:
     # Reads the cluster now (from the watch cache on Kubernetes); records nothing.
-    return views.diff(slug, drifting.inspect(state.ctx, slug, env, service))
+    return liveviews.diff(slug, drifting.inspect(state.ctx, slug, env, service))
 
 
 @_get("/deployments", models.DeploymentList, "Deployments, newest last (nebula deployments)")

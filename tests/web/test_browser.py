@@ -174,7 +174,7 @@ def test_the_grid_approvals_and_deployments_pages_in_chromium(
     grid = page.locator(f"#grid-{world.SLUG}")
     staging_api = grid.locator("td[data-env='staging'][data-service='api']")
     expect(staging_api).to_contain_text("r-2")
-    expect(staging_api).to_contain_text("sync: unknown")
+    expect(staging_api).to_contain_text("sync: synced")  # checked once r-2 went healthy
     image = staging_api.locator("code.image")
     assert image.get_attribute("title") == world.API  # the whole reference on hover
     assert (

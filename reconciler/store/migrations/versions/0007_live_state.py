@@ -1,7 +1,7 @@
 """Live state: drift checks on units, suspensions of projects and environments
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0002
 Create Date: 2026-12-01 10:00:00
 """
 
@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-# 0001 as the task said; chained after main's 0005 when main was merged in (one head).
-down_revision = "0005"
+# 0001 as the task said; chained after main's head (0002) when main was merged in: one head.
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
@@ -29,10 +29,6 @@ def _suspension() -> list[sa.Column[object]]:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("environments") as batch:
-        batch.add_column(
-            sa.Column("self_heal", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
     for table in ("projects", "environments"):
         with op.batch_alter_table(table) as batch:
             for column in _suspension():
@@ -56,5 +52,3 @@ def downgrade() -> None:
         with op.batch_alter_table(table) as batch:
             for name in SUSPENDED:
                 batch.drop_column(name)
-    with op.batch_alter_table("environments") as batch:
-        batch.drop_column("self_heal")

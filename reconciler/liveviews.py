@@ -1,0 +1,51 @@
+"""The JSON shapes of live state, beside ``reconciler.views`` (which shows them in ``status``):
+a unit's ``sync`` and ``drift``, a project's or environment's ``suspended``, and the document
+of ``nebula diff -o json`` and ``GET /api/v1/projects/{slug}/diff``.
+
+Field names are fixed by interfaces.md ("Version 1.1 additions"). A Secret's values never
+reach these: drift shows which key of it differs, not what either side holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from reconciler.admin import projects
+from reconciler.clock import utc
+from reconciler.core.states import Sync
+from reconciler.engine.drifting import Inspection
+from reconciler.store import schema
+
+
+def _iso(value: datetime | None) -> str | None:
+    return utc(value).strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
+
+
+def sync(unit: schema.Unit) -> dict[str, Any]:
+    """``sync`` (synced | drifted | unknown) and ``drift`` as the last check found them; a unit
+    with nothing running, or not checked yet, is ``unknown``. ``blocker`` and ``message`` say
+    why a check could not compare (``delivery``: the cluster could not be read)."""
+    checked = unit.active_release_id is not None and unit.sync is not None
+    return {
+        "sync": unit.sync if checked else Sync.UNKNOWN.value,
+        "drift": list(unit.drift or []) if checked else [],
+        "drift_checked_at": _iso(unit.drift_checked_at) if checked else None,
+        "blocker": unit.sync_blocker if checked else None,
+        "message": unit.sync_message if checked else None,
+    }
+
+
+def suspension(row: schema.Project | schema.Environment) -> dict[str, Any] | None:
+    """``{"by", "at", "reason"}`` while suspended (the row's own), else None."""
+    found = projects.suspension_of(row)
+    if found is None:
+        return None
+    return {"by": found.by, "at": _iso(found.at), "reason": found.reason}
+
+
+def diff(slug: str, inspections: Iterable[Inspection]) -> dict[str, Any]:
+    """Per unit, the drift list (the contract's entries) and the unified diff."""
+    units = [i.to_json() for i in inspections]
+    return {"project": slug, "differences": sum(len(u["drift"]) for u in units), "units": units}
