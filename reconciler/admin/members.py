@@ -12,11 +12,17 @@ from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
 from reconciler.core.states import Role
-from reconciler.errors import ConfigurationError, NotFoundError, RefusedError, UnauthorizedError
+from reconciler.errors import (
+    ConfigurationError,
+    NotFoundError,
+    RefusedError,
+    UnauthorizedError,
+    shown,
+)
 from reconciler.store import schema
 
 PROJECT_REQUESTER = "project:"  # requester/owner prefix when the project (a push) asks
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}\Z")  # \Z: "$" would take "alice\n"
 
 
 def project_actor(slug: str) -> str:
@@ -36,13 +42,14 @@ def add(
 ) -> schema.Member:
     if not _NAME.match(name) or name.startswith(PROJECT_REQUESTER):
         raise ConfigurationError(
-            f"'{name}' is not a valid member name", hint="use letters, digits, '.', '_', '@' or '-'"
+            f"{shown(name)} is not a valid member name",
+            hint="use letters, digits, '.', '_', '@' or '-'",
         )
     try:
         parsed = Role(role)
     except ValueError:
         raise ConfigurationError(
-            f"--role {role!r} is not a role", hint="use owner, admin or member"
+            f"--role {shown(role)} is not a role", hint="use owner, admin or member"
         ) from None
     existing = find(session, name)
     if existing is not None:
@@ -66,7 +73,8 @@ def get(session: Session, name: str) -> schema.Member:
     member = find(session, name)
     if member is None:
         raise NotFoundError(
-            f"No member named '{name}'", hint=f"add one with: nebula member add {name} --role admin"
+            f"No member named {shown(name)}",
+            hint=f"add one with: nebula member add {shown(name, quote=False)} --role admin",
         )
     return member
 

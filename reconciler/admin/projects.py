@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler import numbers
 from reconciler.clock import Clock
 from reconciler.core.states import ServiceStatus
 from reconciler.durations import parse_duration
-from reconciler.errors import ConfigurationError, ConflictError, InvalidFileError, NotFoundError
-from reconciler.gitsource import urls
+from reconciler.errors import (
+    ConfigurationError,
+    ConflictError,
+    InvalidFileError,
+    NotFoundError,
+    shown,
+)
+from reconciler.gitsource import names, urls
 from reconciler.model import validation
 from reconciler.model.reading import SLUG
 from reconciler.model.specs import EnvironmentConfig
@@ -41,9 +47,9 @@ def add(
     path: str = "nebula.toml",
     interval: timedelta = timedelta(seconds=60),
 ) -> schema.Project:
-    if not SLUG.match(slug):
+    if not SLUG.fullmatch(slug):
         raise ConfigurationError(
-            f"'{slug}' is not a valid project slug",
+            f"{shown(slug)} is not a valid project slug",
             hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
         )
     if find(session, slug) is not None:
@@ -53,8 +59,8 @@ def add(
     project = schema.Project(
         slug=slug,
         repo_url=repo.strip(),
-        branch=branch,
-        path=path,
+        branch=_branch(branch),
+        path=_path(path),
         interval_seconds=int(interval.total_seconds()),
         clusters={},
         created_at=clock.now(),
@@ -76,6 +82,29 @@ def _check_repo(repo: str) -> None:
         )
 
 
+def _branch(name: str) -> str:
+    """A branch name git allows (``git check-ref-format --branch``), else a clear error."""
+    problem = names.branch_problem(name)
+    if problem is not None:
+        raise ConfigurationError(
+            f"{shown(name)} cannot be the tracked branch: {problem}",
+            hint="give a branch name as git allows it, e.g. main or release/2.0",
+        )
+    return name
+
+
+def _path(path: str) -> str:
+    """A path inside the repository, relative to its root, else a clear error."""
+    problem = names.path_problem(path)
+    if problem is not None:
+        raise ConfigurationError(
+            f"{shown(path)} cannot be the path of nebula.toml: {problem}",
+            hint="give a path relative to the repository's root, e.g. nebula.toml or "
+            "deploy/nebula.toml",
+        )
+    return names.normal_path(path)
+
+
 def _check_interval(interval: timedelta) -> None:
     if interval.total_seconds() < 1:
         raise ConfigurationError("the poll interval must be at least 1s", hint="e.g. --interval 60")
@@ -89,7 +118,7 @@ def get(session: Session, slug: str) -> schema.Project:
     project = find(session, slug)
     if project is None:
         raise NotFoundError(
-            f"No project named '{slug}'", hint="list them with: nebula project list"
+            f"No project named {shown(slug)}", hint="list them with: nebula project list"
         )
     return project
 
@@ -105,19 +134,20 @@ def set_value(
         if value.strip().lower() in ("", "none", "unlimited", "0"):
             project.concurrency = None
             return
-        if not re.fullmatch(r"\d+", value.strip()):
+        number = numbers.whole(value)
+        if number is None:
             raise ConfigurationError(
-                f"concurrency {value!r} is not a number", hint="e.g. 2, or unlimited"
+                f"concurrency {shown(value)} is not a number", hint="e.g. 2, or unlimited"
             )
-        project.concurrency = int(value)
+        project.concurrency = number
     elif key == "interval":
         interval = parse_duration(value, setting="interval")
         _check_interval(interval)
         project.interval_seconds = int(interval.total_seconds())
     elif key == "branch":
-        project.branch = value
+        project.branch = _branch(value)
     elif key == "path":
-        project.path = value
+        project.path = _path(value)
     elif key == "repo":
         _check_repo(value)
         project.repo_url = value
@@ -130,7 +160,7 @@ def set_value(
         project.clusters = {**(project.clusters or {}), env: value}
     else:
         raise ConfigurationError(
-            f"unknown project setting '{key}'", hint=f"settings: {', '.join(SETTABLE)}"
+            f"unknown project setting {shown(key)}", hint=f"settings: {', '.join(SETTABLE)}"
         )
 
 
@@ -143,7 +173,8 @@ def environment(session: Session, project: schema.Project, name: str) -> schema.
     if env is None:
         known = ", ".join(e.name for e in project.environments) or "none yet"
         raise NotFoundError(
-            f"Project '{project.slug}' has no environment '{name}'", hint=f"environments: {known}"
+            f"Project '{project.slug}' has no environment {shown(name)}",
+            hint=f"environments: {known}",
         )
     return env
 
@@ -154,7 +185,7 @@ def unit(session: Session, env: schema.Environment, name: str) -> schema.Unit:
     ).first()
     if row is None:
         raise NotFoundError(
-            f"No service '{name}' in {env.project.slug}/{env.name}",
+            f"No service {shown(name)} in {env.project.slug}/{env.name}",
         )
     return row
 

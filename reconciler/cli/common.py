@@ -13,7 +13,8 @@ from reconciler import bootstrap, settings
 from reconciler.admin import members
 from reconciler.cli import output
 from reconciler.context import Context
-from reconciler.errors import NotFoundError
+from reconciler.errors import NotFoundError, shown
+from reconciler.numbers import parse_id as parse_id  # ids on the command line: ASCII digits
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -90,16 +91,10 @@ def actor(args: argparse.Namespace, session: Session) -> str:
         return "cli"
     if members.find(session, name) is None:
         raise NotFoundError(
-            f"No member named '{name}'", hint=f"add one with: nebula member add {name} --role admin"
+            f"No member named {shown(name)}",
+            hint=f"add one with: nebula member add {shown(name, quote=False)} --role admin",
         )
     return name
-
-
-def parse_id(text: str, what: str) -> int:
-    raw = text.strip()
-    if not raw.isdigit():
-        raise NotFoundError(f"No {what} {text!r}: {what} ids are numbers")
-    return int(raw)
 
 
 def command(
