@@ -124,7 +124,16 @@ def create_token(session: Session, clock: Clock, member_name: str) -> str:
 
 
 def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Member:
-    """The member a bearer token belongs to; ``UnauthorizedError`` for a missing or bad one."""
+    """The member a bearer token belongs to, its use recorded; ``UnauthorizedError`` for a
+    missing or bad one."""
+    row = verify(session, token)
+    row.last_used_at = clock.now()
+    return row.member
+
+
+def verify(session: Session, token: str | None) -> schema.ApiToken:
+    """The token's row, changing nothing (a read-only session may ask: the web's admission
+    does, before a write's body is read); ``UnauthorizedError`` for a missing or bad one."""
     if not token:
         raise UnauthorizedError("Missing bearer token")
     match = _TOKEN.match(token.strip())
@@ -137,5 +146,4 @@ def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Me
     expected = row.digest if row is not None else _digest("nbl_00000000_" + "x" * 32)
     if not hmac.compare_digest(expected, _digest(token.strip())) or row is None:
         raise UnauthorizedError("Invalid bearer token")
-    row.last_used_at = clock.now()
-    return row.member
+    return row
