@@ -28,7 +28,7 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def list_approvals(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         project_id = projects.get(session, args.project).id if args.project else None
         rows = [views.approval(a) for a in approvals.listing(session, project_id)]
     if args.state:

@@ -74,6 +74,15 @@ def transaction(
         yield ctx, session
 
 
+@contextmanager
+def reading(args: argparse.Namespace) -> Iterator[tuple[Context, Session]]:
+    """For a command that only reads: it takes no write lock, and works on a store that
+    cannot be written (a read-only file, a full disk)."""
+    ctx = context(args)
+    with ctx.db.reading() as session:
+        yield ctx, session
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 

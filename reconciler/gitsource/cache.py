@@ -28,7 +28,13 @@ from typing import TypeVar
 
 import pygit2
 
-from reconciler.errors import Blocker, NebulaError, PermanentError, TransientError
+from reconciler.errors import (
+    Blocker,
+    ConfigurationError,
+    NebulaError,
+    PermanentError,
+    TransientError,
+)
 from reconciler.gitsource import failures, urls
 from reconciler.gitsource.credentials import NO_CREDENTIALS, GitCredentials, OneShotCallbacks
 from reconciler.gitsource.results import CommitInfo, FileEntry, GitCounters, HeadResult, Target
@@ -60,12 +66,18 @@ class GitCache:
         from delaying every other project.
         """
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
         self._credentials = credentials
         self._concurrency = max(1, concurrency)
         self._probe_path = self.root / "probe.git"
-        if not (self._probe_path / "HEAD").exists():
-            pygit2.init_repository(str(self._probe_path), bare=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            if not (self._probe_path / "HEAD").exists():
+                pygit2.init_repository(str(self._probe_path), bare=True)
+        except (OSError, pygit2.GitError) as exc:  # a full or read-only disk
+            raise ConfigurationError(
+                f"the git cache {self.root} cannot be created: {str(exc).splitlines()[0]}",
+                hint="free space on its disk and make it writable (NEBULA_GIT_CACHE_DIR)",
+            ) from exc
         pygit2.settings.server_connect_timeout = int(connect_timeout * 1000)
         pygit2.settings.server_timeout = int(io_timeout * 1000)
         self._thread_state = threading.local()

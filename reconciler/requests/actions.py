@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from reconciler.admin import projects
+from reconciler.admin import members, projects
 from reconciler.context import Context
+from reconciler.core import approving
 from reconciler.core.states import ApprovalTarget, DeploymentKind, DeploymentState, ReleaseStatus
 from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
@@ -195,5 +196,13 @@ def cancel(
         raise NotFoundError(
             f"No deployment {deployment_id}", hint="list them with: nebula deployments"
         )
+    who = requester or "cli"
+    approving.check_canceller(
+        who,
+        members.role_of(session, who),
+        deployment.requested_by,
+        protected=deployment.environment.protected,
+        deployment=deployment.id,
+    )
     starting.cancel(session, ctx.clock, deployment, requester)
     return deployment

@@ -7,16 +7,18 @@ from reconciler.runtimes import faults, kubernetes
 from reconciler.runtimes.cluster import Cluster
 from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.settings import Settings
+from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 
 
 class Clusters:
     """One runtime object per target, created on first use and kept."""
 
-    def __init__(self, settings: Settings, db: Database, clock: Clock) -> None:
+    def __init__(self, settings: Settings, db: Database, clock: Clock, vault: Vault) -> None:
         self.settings = settings
         self.db = db
         self.clock = clock
+        self.vault = vault  # the simulated cluster keeps its Secrets' values encrypted
         self._by_context: dict[str | None, Cluster] = {}
 
     def simulated(self) -> SimulatedCluster:
@@ -27,6 +29,7 @@ class Clusters:
                 self.clock,
                 self.settings.simulated_delay,
                 faults.load(self.settings.simulated_faults),
+                self.vault,
             )
             self._by_context["<simulated>"] = cluster
         assert isinstance(cluster, SimulatedCluster)
