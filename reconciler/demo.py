@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
@@ -34,8 +35,14 @@ from reconciler.store import schema
 from reconciler.store.events import EventKind
 from reconciler.web.app import create_app
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
 PROJECT = "webapp"
+
+
+def sample_file() -> str:
+    """The demo's nebula.toml, shipped inside the package (``reconciler/samples/webapp``, the
+    build's copy of fixtures/projects/webapp), so an installed wheel runs the demo anywhere."""
+    sample = resources.files("reconciler") / "samples" / PROJECT / "nebula.toml"
+    return sample.read_text(encoding="utf-8")
 
 
 class Demo:
@@ -114,11 +121,14 @@ class Demo:
             self.say(
                 f"   approval {approval.id}: {approval.environment.name} change set {changeset.id} "
                 f"from {changeset.commit[:7] if changeset.commit else '?'} "
-                f"requested by {members.shown_actor(approval.requested_by)}, {approval.state}"
+                f"requested by {views.approval(approval, changeset.author)['requested_by']}"
+                + (f" (push by {changeset.author})" if changeset.author else "")
+                + f", {approval.state}"
             )
             for line in changeset.lines:
                 self.say(
-                    f"     {line.service:<7} {line.field:<28} {line.before!s} -> {line.after!s}"
+                    f"     {line.service:<7} {line.field:<28} "
+                    f"{views.shown_value(line.before)} -> {views.shown_value(line.after)}"
                 )
             return approval.id
 
@@ -145,8 +155,8 @@ class Demo:
 
     # -- the story ----------------------------------------------------------------------------
     def run(self, port: int | None) -> None:
-        source = (FIXTURES / PROJECT / "nebula.toml").read_text(encoding="utf-8")
-        self.say(f"Nebula demo: fixtures/projects/{PROJECT} in a temporary git repository")
+        source = sample_file()
+        self.say(f"Nebula demo: the sample project {PROJECT} in a temporary git repository")
         self.say(
             f"   state: {self.settings.state_dir} (SQLite), simulated cluster "
             f"({self.settings.simulated_delay.total_seconds():g}s per stage)"

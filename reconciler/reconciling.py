@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from reconciler.context import Context
 from reconciler.engine import ticking
 from reconciler.gitops import polling
-from reconciler.requests import deciding
+from reconciler.requests import deciding, removing
 
 
 @dataclass
@@ -17,6 +17,7 @@ class PassReport:
     poll: polling.PollReport = field(default_factory=polling.PollReport)
     moved: int = 0  # deployment steps taken
     busy: bool = False  # something can still move without a person (or a long wait)
+    forgotten: int = 0  # projects removed: torn down everywhere and forgotten
 
 
 def expire(ctx: Context) -> int:
@@ -30,4 +31,5 @@ def run_once(ctx: Context, project: str | None = None, *, poll: bool = True) -> 
     if poll:
         report.poll = polling.poll(ctx, [project] if project else None)
     report.moved, report.busy = ticking.tick(ctx, project)
+    report.forgotten = removing.finish_all(ctx)  # projects being removed, once torn down
     return report

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.errors import ConfigurationError
+from reconciler.errors import ConfigurationError, NotFoundError
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
 
@@ -51,6 +51,22 @@ def put(
     else:
         row.ciphertext = vault.encrypt(value)
         row.updated_at = clock.now()
+
+
+def delete(session: Session, project_id: int, environment: str, name: str) -> None:
+    row = session.scalars(
+        select(schema.Secret).where(
+            schema.Secret.project_id == project_id,
+            schema.Secret.environment == environment,
+            schema.Secret.name == name,
+        )
+    ).first()
+    if row is None or name.startswith("nebula."):
+        raise NotFoundError(
+            f"No secret {name} in {environment}",
+            hint="list them with: nebula secret list SLUG ENV",
+        )
+    session.delete(row)
 
 
 def names(session: Session, project_id: int, environment: str) -> set[str]:

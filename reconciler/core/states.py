@@ -186,3 +186,44 @@ class DecisionChannel(StrEnum):
     SLACK = "slack"
     RULE = "rule"
     EXPIRY = "expiry"
+
+
+class HookOutcome(StrEnum):
+    """What a push notification did (``POST /hooks/git/{project}``; the webhooks metric)."""
+
+    POLLING = "polling"
+    DUPLICATE = "duplicate"  # a delivery id already received
+    IGNORED = "ignored"  # a ping, a tag, another branch: nothing to poll
+    COALESCED = "coalesced"  # unsigned, within the project's webhook_limit: a poll covers it
+    UNAUTHORIZED = "unauthorized"
+
+
+class AdminAction(StrEnum):
+    """An administrative act, as ``nebula audit`` names it (behaviour.md "Audit")."""
+
+    MEMBER_ADD = "member.add"
+    MEMBER_ROLE = "member.role"  # an existing member's role (or Slack id) changed
+    MEMBER_REMOVE = "member.remove"
+    TOKEN_CREATE = "token.create"
+    TOKEN_REVOKE = "token.revoke"
+    POLICY_SET = "policy.set"
+    FREEZE_ADD = "freeze.add"
+    FREEZE_REMOVE = "freeze.remove"
+    SERVICE_SET = "service.set"
+    SECRET_SET = "secret.set"  # the name only, never the value
+    SECRET_DELETE = "secret.delete"
+    PROJECT_ADD = "project.add"
+    PROJECT_SET = "project.set"
+    PROJECT_REMOVE = "project.remove"  # asked for: its environments are being torn down
+    PROJECT_FORGOTTEN = "project.forgotten"  # torn down everywhere and forgotten
+
+
+class HistoryState(StrEnum):
+    """A release as ``nebula history`` shows it (interfaces.md 1.1)."""
+
+    ACTIVE = "active"  # serving now
+    ROLLBACK_ABLE = "rollback-able"  # retired, one of the recent ones: ``rollback --to`` it
+    RETIRED = "retired"  # retired, too old to roll back to
+    FAILED = "failed"  # its deployment ended failed
+    IN_FLIGHT = "in-flight"  # its deployment has not ended yet
+    ENDED = "ended"  # its deployment was cancelled, rejected or superseded before serving

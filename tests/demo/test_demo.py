@@ -37,6 +37,10 @@ def test_the_demo_runs_the_main_job_end_to_end_and_cleans_up() -> None:
     # Staging deploys at once; production waits for an approval an admin gives.
     assert re.search(r"staging\s+web\s+r-1\s+healthy", out)
     assert "approval 1: production change set 2" in out
+    assert "requested by webapp (push by Demo Developer <dev@example.com>), pending" in out
+    # A first deploy's "before" reads (none), never Python's None.
+    assert re.search(r"db\s+first_deploy\s+\(none\) -> postgres 16", out)
+    assert "None" not in out
     assert "alice approved approval 1" in out
     # The second push: a variable and an image; production's approval is decided by bob.
     assert re.search(r"staging\s+web\s+r-2\s+healthy", out)

@@ -123,7 +123,8 @@ def test_a_read_only_store_is_one_line_per_write_and_reads_still_work(tmp_path: 
         assert '"alice"' in listed.stdout
         for args in (["status", "--json"], ["project", "list"], ["changesets"], ["approvals"]):
             result = _nebula(env, *args, prefix=as_user)
-            assert (result.returncode, result.stderr) == (0, ""), args
+            assert result.returncode == 0, (args, result.stderr)
+            assert "error:" not in result.stderr and "Traceback" not in result.stderr, args
     finally:
         state.chmod(0o700)
 
