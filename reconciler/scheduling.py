@@ -38,8 +38,9 @@ from reconciler import reconciling
 from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.engine import ticking
+from reconciler.errors import StoreError
 from reconciler.gitops import polling
-from reconciler.store import leases, schema
+from reconciler.store import failures, leases, schema
 
 log = logging.getLogger("nebula.scheduler")
 
@@ -87,13 +88,18 @@ def claim_writer(ctx: Context, owner: str) -> str | None:
     """On SQLite one server at a time: None if this one may run, else why it may not.
 
     SQLite has one writer, so a second live server would only queue behind the first and
-    double every poll; several replicas need PostgreSQL."""
+    double every poll; several replicas need PostgreSQL. A holder that died on this host
+    (SIGKILL) is taken over at once rather than after its lease expires."""
     if not ctx.db.is_sqlite:
         return None
-    if leases.claim(ctx.db, ctx.clock, [leases.SQLITE_WRITER], owner, WRITER_LEASE):
+    name = leases.SQLITE_WRITER
+    if leases.claim(ctx.db, ctx.clock, [name], owner, WRITER_LEASE):
         return None
-    with ctx.db.transaction() as session:
-        other = leases.holder(session, ctx.clock, leases.SQLITE_WRITER) or "another server"
+    with ctx.db.reading() as session:
+        other = leases.holder(session, ctx.clock, name) or "another server"
+    if leases.gone(other) and leases.take_over(ctx.db, ctx.clock, name, owner, other, WRITER_LEASE):
+        log.info("took over from a server that is gone", extra={"previous": other})
+        return None
     return (
         f"Another Nebula server ({other}) is running on this SQLite database. SQLite has one "
         "writer: stop that server, or run several replicas on PostgreSQL "
@@ -127,6 +133,7 @@ class Scheduler:
         self._running = 0  # jobs in progress
         self._polling: set[str] = set()  # projects being polled by this process
         self._again: set[str] = set()  # ...and to poll once more when that ends
+        self._outage = failures.Outage(log)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -173,7 +180,9 @@ class Scheduler:
         return bool(self._aps.running)
 
     def _guarded(self, name: str, func: Callable[[], object]) -> Callable[[], None]:
-        """A job that never takes the scheduler down and is counted while it runs."""
+        """A job that never takes the scheduler down and is counted while it runs. The store
+        failing (a database restarting) is one warning for the whole outage, not a traceback
+        per job per second."""
 
         def run() -> None:
             with self._lock:
@@ -182,7 +191,13 @@ class Scheduler:
                 self._running += 1
             try:
                 func()
+                self._outage.answered(name)
+            except StoreError as exc:
+                self._outage.failed(name, exc)
             except Exception as exc:  # one failed run must not stop the timers
+                if (store := failures.store_error(exc)) is not None:
+                    self._outage.failed(name, store)
+                    return
                 log.warning(
                     f"{name} failed", extra={"job": name, "reason": str(exc)}, exc_info=True
                 )

@@ -6,10 +6,15 @@ several processes see the same cluster) and makes every stage take ``delay``
 (``NEBULA_SIMULATED_FAULTS``). The stabilization period is compressed into that one delay:
 pods report Ready since long enough once qualifying has lasted ``delay``. A documented test
 and demo aid, not a production path.
+
+A Secret's ``data`` and ``stringData`` are stored encrypted with the server's key (the
+``vault``), like every other secret in the store: the row holds them under ``SEALED`` and
+``objects`` hands them back in the clear.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -33,21 +38,30 @@ from reconciler.runtimes.cluster import (
     Teardown,
 )
 from reconciler.store import schema
+from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 from renderers.capabilities import RECENT, Capabilities
 
 CONTROL = "simulation.nebula.dev/control"
 LOG = "simulation.nebula.dev/log"
+SEALED = "nebula.dev/sealed"  # a Secret's data and stringData, encrypted
+_SECRET_FIELDS = ("data", "stringData")
 
 
 class SimulatedCluster:
     def __init__(
-        self, db: Database, clock: Clock, delay: timedelta, faults: Mapping[str, Blocker | str]
+        self,
+        db: Database,
+        clock: Clock,
+        delay: timedelta,
+        faults: Mapping[str, Blocker | str],
+        vault: Vault,
     ) -> None:
         self.db = db
         self.clock = clock
         self.delay = delay
         self.faults = {image: Blocker(value) for image, value in faults.items()}
+        self.vault = vault
 
     # -- test controls ----------------------------------------------------------------------
 
@@ -77,7 +91,7 @@ class SimulatedCluster:
                 .where(schema.ClusterObject.kind.not_in([CONTROL, LOG]))
                 .order_by(schema.ClusterObject.kind, schema.ClusterObject.name)
             )
-            return [dict(r.body) for r in rows]
+            return [self._unsealed(r.body) for r in rows]
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -92,10 +106,30 @@ class SimulatedCluster:
             )
         ).first()
 
+    def _sealed(self, body: Manifest) -> Manifest:
+        """A Secret as it is stored: its values encrypted (other objects as they are)."""
+        hidden = {k: body[k] for k in _SECRET_FIELDS if k in body}
+        if body.get("kind") != "Secret" or not hidden:
+            return body
+        rest = {k: v for k, v in body.items() if k not in hidden}
+        return {**rest, SEALED: self.vault.encrypt(json.dumps(hidden)).decode("ascii")}
+
+    def _unsealed(self, body: Manifest) -> Manifest:
+        if SEALED not in body:
+            return dict(body)
+        hidden = json.loads(self.vault.decrypt(str(body[SEALED]).encode("ascii")))
+        return {**{k: v for k, v in body.items() if k != SEALED}, **hidden}
+
     def _put(self, session: Session, namespace: str, kind: str, name: str, body: Manifest) -> None:
         """Server-side apply: created, or updated when the body differs (an identical apply
         changes nothing). One statement either way; two replicas applying one object at the
-        same moment both succeed, the later body winning, as on a real API server."""
+        same moment both succeed, the later body winning, as on a real API server. A Secret
+        is compared in the clear (its stored form is encrypted anew each time)."""
+        if kind == "Secret":
+            existing = self._get(session, namespace, kind, name)
+            if existing is not None and self._unsealed(existing.body) == body:
+                return
+            body = self._sealed(body)
         now = self.clock.now()
         insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
         statement = insert(schema.ClusterObject).values(

@@ -46,7 +46,7 @@ def with_faults(flow: Flow, tmp_path: Path, failing: dict[str, str]) -> None:
     )
     ctx = flow.ctx
     ctx.settings = ctx.settings.with_(simulated_faults=str(path))
-    ctx.clusters = Clusters(ctx.settings, ctx.db, ctx.clock)
+    ctx.clusters = Clusters(ctx.settings, ctx.db, ctx.clock, ctx.vault)
 
 
 def test_a_slack_outage_holds_back_no_deployment_and_every_message_goes_out_once_after(
