@@ -100,7 +100,9 @@ class Bench:
 
     def use(self, watch: bool) -> None:
         self.ctx.clusters.close()
-        self.ctx.clusters = Clusters(self.settings, self.ctx.db, self.ctx.clock, watch=watch)
+        self.ctx.clusters = Clusters(
+            self.settings, self.ctx.db, self.ctx.clock, self.ctx.vault, watch=watch
+        )
 
     def project(self, text: str) -> tuple[KubeNebula, Counter[apimetrics.Series]]:
         """A new project of ``text``, settled: what the API server counted meanwhile."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from slack_sdk.signature import SignatureVerifier
 
+from reconciler import numbers
 from reconciler.clock import Clock
 from reconciler.errors import UnauthorizedError
 
@@ -50,10 +51,11 @@ class RequestVerifier:
             )
         timestamp = headers.get("x-slack-request-timestamp", "")
         signature = headers.get("x-slack-signature", "")
-        if not timestamp.isdigit() or not signature:
+        stamp = numbers.whole(timestamp)
+        if stamp is None or not signature:
             raise UnauthorizedError("Missing or malformed Slack signature headers")
         now = self._clock.now().timestamp()
-        if abs(now - int(timestamp)) > WINDOW:
+        if abs(now - stamp) > WINDOW:
             raise UnauthorizedError("Stale Slack request: its timestamp is over 5 minutes away")
         if not self._verifier.is_valid(body=body, timestamp=timestamp, signature=signature):
             raise UnauthorizedError("Invalid Slack signature")

@@ -9,7 +9,7 @@ know each other (enforced by import-linter, see ``[tool.importlinter]`` in pypro
     records    admin | context
     edges      notifiers | runtimes | gitsource  >  store
     pure       renderers | core  >  model
-    base       settings | logs  >  clock | durations  >  errors
+    base       settings | logs  >  clock | durations | numbers  >  errors
 
 - ``gitops``: polling the tracked branch and staging what changed into change sets.
 - ``requests``: change sets and applying them, approvals and decisions, the actions people

@@ -44,6 +44,6 @@ def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = 
         clock=clock,
         settings=settings,
         vault=vault,
-        clusters=Clusters(settings, db, clock),
+        clusters=Clusters(settings, db, clock, vault),
         git=cache,
     )

@@ -35,6 +35,7 @@ from reconciler.context import Context
 from reconciler.core.states import ApprovalState, ChangeSetState, DecisionChannel, GateState
 from reconciler.engine import drifting
 from reconciler.requests import approvals, changesets, deciding
+from reconciler.runtimes import tampering
 from reconciler.settings import Settings
 from reconciler.store import schema
 from reconciler.store.events import EventKind
@@ -173,7 +174,7 @@ class Demo:
         for env, release in web.items():
             assert release is not None
             ref = f"Deployment/web-r{release.number}"
-            cluster.edit(f"{PROJECT}-{env}", ref, "spec.replicas", 5)
+            tampering.edit(cluster, f"{PROJECT}-{env}", ref, "spec.replicas", 5)
             self.say(f"   nebula simulated edit {PROJECT}-{env} {ref} spec.replicas 5")
         with self.ctx.db.transaction() as session:
             seen = session.scalar(select(func.max(schema.Event.id))) or 0

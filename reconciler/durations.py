@@ -8,13 +8,13 @@ from datetime import timedelta
 from reconciler.errors import ConfigurationError
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")  # ASCII digits: \d takes ٣ too
 
 
 def parse_duration(text: str, *, setting: str = "duration") -> timedelta:
     """``'1h30m'`` -> 5400 s. A bare number means seconds, as in ``--interval 60``."""
     raw = text.strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?", raw):
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", raw):
         return timedelta(seconds=float(raw))
     pos, total = 0, 0.0
     for match in _PART.finditer(raw):

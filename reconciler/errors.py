@@ -20,6 +20,10 @@ this tree::
     │   ├── SuspendedError      the project or environment is suspended (nebula suspend)
     │   └── ConcurrencyError    the project runs its maximum number of deployments
     ├── UnauthorizedError       no token, or not a valid one
+    ├── StoreError              the state store could not do it (``code`` "database")
+    │   ├── StoreUnreachableError   the database server cannot be reached (restarting, down)
+    │   ├── StoreReadOnlyError      the store can be read but not written
+    │   └── StoreFullError          the disk under the store is full
     └── RemoteError             a remote said no (``status``: its status code)
         ├── TransientError      may succeed if retried (API 5xx, timeouts, conflicts)
         │   ├── UnreachableError    the cluster's API cannot be reached (``delivery``)
@@ -138,6 +142,38 @@ class ConcurrencyError(RefusedError):
 
 class UnauthorizedError(NebulaError):
     code = "unauthorized"
+
+
+class StoreError(NebulaError):
+    """The state store could not do what was asked: reads and writes are not possible now.
+
+    Not a ``RemoteError``: the engine retries a remote's transient failure within a stage and
+    fails the deployment after three, while a store that cannot be written records nothing at
+    all; the scheduler waits for it instead (one warning per outage)."""
+
+    code = "database"
+
+
+class StoreUnreachableError(StoreError):
+    """The database server does not answer (down, restarting, refusing connections)."""
+
+
+class StoreReadOnlyError(StoreError):
+    """The store can be read but not written (a read-only file, directory or database)."""
+
+
+class StoreFullError(StoreError):
+    """The disk (or the database's space) under the store is full."""
+
+
+def shown(value: object, limit: int = 80, *, quote: bool = True) -> str:
+    """A value someone gave, as a message shows it: quoted (unless ``quote`` is false, as in a
+    command a hint suggests), on one line (newlines and other control characters escaped, as
+    ``repr`` does), and cut after ``limit`` characters."""
+    text = str(value)
+    cut = len(text) > limit
+    quoted = repr(text[:limit]) if quote else repr(text[:limit])[1:-1]
+    return f"{quoted}…" if cut else quoted
 
 
 class RemoteError(NebulaError):

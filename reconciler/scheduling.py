@@ -10,11 +10,8 @@ expiry, drift checks and outbox delivery, on an APScheduler 3 background schedul
   listed the heads just before the push.
 - The tick runs every second; it repeats at once while deployments keep moving and after a
   short pause while one waits on the cluster, so a stage costs its own time, not a second.
-- Drift checks: every ``drift`` seconds, the units whose last check is older than
-  NEBULA_DRIFT_INTERVAL are compared with their active release (``engine.drifting``).
 - Several replicas (PostgreSQL) share the work: deployments carry their own leases
-  (``engine.ticking``); a project's poll, the expiry timer and the drift checks take a row in
-  ``leases`` (the drift checks' renewed while they run), so one replica does each at a time.
+  (``engine.ticking``); a project's poll and each timer (expiry, drift checks) take a lease.
 
 Stopping (SIGTERM) lets the step in progress finish, then releases this replica's leases.
 """
@@ -41,8 +38,9 @@ from reconciler import reconciling
 from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.engine import drifting, ticking
+from reconciler.errors import StoreError
 from reconciler.gitops import polling
-from reconciler.store import leases, schema
+from reconciler.store import failures, leases, schema
 
 log = logging.getLogger("nebula.scheduler")
 
@@ -91,13 +89,18 @@ def claim_writer(ctx: Context, owner: str) -> str | None:
     """On SQLite one server at a time: None if this one may run, else why it may not.
 
     SQLite has one writer, so a second live server would only queue behind the first and
-    double every poll; several replicas need PostgreSQL."""
+    double every poll; several replicas need PostgreSQL. A holder that died on this host
+    (SIGKILL) is taken over at once rather than after its lease expires."""
     if not ctx.db.is_sqlite:
         return None
-    if leases.claim(ctx.db, ctx.clock, [leases.SQLITE_WRITER], owner, WRITER_LEASE):
+    name = leases.SQLITE_WRITER
+    if leases.claim(ctx.db, ctx.clock, [name], owner, WRITER_LEASE):
         return None
-    with ctx.db.transaction() as session:
-        other = leases.holder(session, ctx.clock, leases.SQLITE_WRITER) or "another server"
+    with ctx.db.reading() as session:
+        other = leases.holder(session, ctx.clock, name) or "another server"
+    if leases.gone(other) and leases.take_over(ctx.db, ctx.clock, name, owner, other, WRITER_LEASE):
+        log.info("took over from a server that is gone", extra={"previous": other})
+        return None
     return (
         f"Another Nebula server ({other}) is running on this SQLite database. SQLite has one "
         "writer: stop that server, or run several replicas on PostgreSQL "
@@ -131,6 +134,7 @@ class Scheduler:
         self._running = 0  # jobs in progress
         self._polling: set[str] = set()  # projects being polled by this process
         self._again: set[str] = set()  # ...and to poll once more when that ends
+        self._outage = failures.Outage(log)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -178,7 +182,9 @@ class Scheduler:
         return bool(self._aps.running)
 
     def _guarded(self, name: str, func: Callable[[], object]) -> Callable[[], None]:
-        """A job that never takes the scheduler down and is counted while it runs."""
+        """A job that never takes the scheduler down and is counted while it runs. The store
+        failing (a database restarting) is one warning for the whole outage, not a traceback
+        per job per second."""
 
         def run() -> None:
             with self._lock:
@@ -187,7 +193,13 @@ class Scheduler:
                 self._running += 1
             try:
                 func()
+                self._outage.answered(name)
+            except StoreError as exc:
+                self._outage.failed(name, exc)
             except Exception as exc:  # one failed run must not stop the timers
+                if (store := failures.store_error(exc)) is not None:
+                    self._outage.failed(name, store)
+                    return
                 log.warning(
                     f"{name} failed", extra={"job": name, "reason": str(exc)}, exc_info=True
                 )
@@ -345,28 +357,16 @@ class Scheduler:
         return expired
 
     def check_drift(self) -> int:
-        """The units due a drift check, by one replica at a time (its lease renewed while the
-        checks run: many units on a slow cluster can take longer than the lease)."""
+        """Units due a drift check (``engine.drifting``); a long round stops halfway to its lease."""
         if not self._claim(["timer:drift"], TIMER_LEASE):
             return 0
-        done = threading.Event()
-        renewer = threading.Thread(
-            target=self._renew_until,
-            args=(done, ["timer:drift"], TIMER_LEASE, POLL_RENEW),
-            name="nebula-drift-lease",
-            daemon=True,
-        )
-        renewer.start()
+        until = time.monotonic() + TIMER_LEASE.total_seconds() / 2
         try:
-            checked = drifting.check_due(self.ctx, stopping=self._stopping.is_set)
+            stop = lambda: self._stopping.is_set() or time.monotonic() > until  # noqa: E731
+            return drifting.check_due(self.ctx, stopping=stop)
         finally:
-            done.set()
-            renewer.join()
             with self.ctx.db.transaction() as session:
                 self._release(session, ["timer:drift"])
-        if checked:
-            log.debug("drift checked", extra={"units": checked})
-        return checked
 
     def renew_writer(self) -> bool:
         """Keep this server the one writer of its SQLite database (see ``claim_writer``)."""

@@ -10,6 +10,7 @@ resumes from the stage marker.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -21,7 +22,10 @@ from collections.abc import Sequence
 from types import FrameType
 from urllib.parse import unquote, urlsplit
 
+import h11
 import uvicorn
+from fastapi import FastAPI
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from reconciler import bootstrap, logs, scheduling
 from reconciler.gitsource.credentials import GitCredentials
@@ -33,6 +37,7 @@ log = logging.getLogger("nebula.serve")
 
 GRACE = 2.0  # seconds for open HTTP connections
 EXIT_WITHIN = 10.0
+HEADER_TIMEOUT = 10.0  # seconds a request's headers may take to arrive
 
 
 def secrets_of(settings: Settings) -> list[str]:
@@ -64,6 +69,72 @@ class _Server(uvicorn.Server):
             self.scheduler.begin_stop()
             _watchdog(EXIT_WITHIN)
         super().handle_exit(sig, frame)
+
+
+def protocol(header_timeout: float = HEADER_TIMEOUT) -> type[H11Protocol]:
+    """uvicorn's HTTP/1.1 protocol with a deadline for each request's headers: a connection
+    whose headers have not all arrived ``header_timeout`` seconds after it opened (or after
+    its previous answer) is closed. uvicorn has none, so 50 connections sending a header a
+    byte at a time held 50 connections for as long as they liked."""
+
+    class HeaderDeadline(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)  # type: ignore[arg-type]
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:  # the headers are in
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._arm()  # the next request's headers, on a kept-alive connection
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                log.info(
+                    "closed a connection whose headers took too long",
+                    extra={"client": self.client, "seconds": header_timeout},
+                )
+                self.transport.close()
+
+    return HeaderDeadline
+
+
+def config(
+    app: FastAPI, host: str, port: int, *, header_timeout: float = HEADER_TIMEOUT
+) -> uvicorn.Config:
+    """How ``nebula serve`` runs the app (tests run the same in a thread)."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol(header_timeout),
+        ws="none",
+        log_config=None,
+        access_log=True,
+        lifespan="on",
+        server_header=False,
+        timeout_graceful_shutdown=int(GRACE),
+    )
 
 
 def _watchdog(seconds: float) -> None:
@@ -101,17 +172,7 @@ def serve(
         ctx.db.dispose()
         return 1
     app = create_app(ctx, scheduler=scheduler, metrics=metrics)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=True,
-        lifespan="on",
-        server_header=False,
-        timeout_graceful_shutdown=int(GRACE),
-    )
-    server = _Server(config, scheduler)
+    server = _Server(config(app, host, port), scheduler)
     # uvicorn re-raises the signal it caught once it has shut down; with these handlers in
     # place that ends the process through our cleanup below rather than by the signal.
     previous = {sig: signal.signal(sig, _remember) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError
+from reconciler.numbers import parse_size
 
 PREFIX = "NEBULA_"
 DEFAULT_STATE_DIR = Path(".nebula")
@@ -47,6 +48,7 @@ class Kind(Enum):
     INT = "int"  # a whole number, 1 or more
     BOOL = "bool"
     CHOICE = "choice"  # one of Spec.choices
+    SIZE = "size"  # bytes: 1MiB, 512KiB; a bare number is bytes
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,10 @@ def _int(default: int, about: str) -> int:
     return _field(default, Kind.INT, str(default), about)
 
 
+def _size(default: str, about: str) -> int:
+    return _field(parse_size(default), Kind.SIZE, default, about)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting, one line each (adding one is adding a line here and in the README)."""
@@ -129,6 +135,7 @@ class Settings:
     git_ssh_key_passphrase: str = _text("", "the passphrase of NEBULA_GIT_SSH_KEY", secret=True)
     replica_id: str = _text("", "this replica's name in leases; empty: hostname:pid")
     workers: int = _int(8, "scheduler jobs (polls, reconcile ticks, timers) one replica runs at once")
+    max_config_size: int = _size("1MiB", "the largest nebula.toml Nebula reads: a larger one is a configuration blocker at poll time and an error for nebula validate")
     # fmt: on
 
     @property
@@ -238,6 +245,17 @@ def convert(spec: Spec, raw: object, where: str) -> object:
                 f"{where} must be a duration, not {shown}",
                 hint="write a number and a unit: 90s, 5m, 24h or 1d",
             ) from None
+    if spec.kind is Kind.SIZE:
+        try:
+            size = parse_size(text, setting=spec.variable)
+        except ConfigurationError:
+            size = 0
+        if size >= 1:
+            return size
+        raise ConfigurationError(
+            f"{where} must be a size, not {shown}",
+            hint="write a number of bytes, or a number and a unit: 512KiB, 1MiB, 2GiB",
+        )
     if spec.kind is Kind.INT:
         if re.fullmatch(r"\s*[0-9]+\s*", text) and int(text) >= 1:
             return int(text)

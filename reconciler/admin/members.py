@@ -12,11 +12,17 @@ from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
 from reconciler.core.states import Role
-from reconciler.errors import ConfigurationError, NotFoundError, RefusedError, UnauthorizedError
+from reconciler.errors import (
+    ConfigurationError,
+    NotFoundError,
+    RefusedError,
+    UnauthorizedError,
+    shown,
+)
 from reconciler.store import schema
 
 PROJECT_REQUESTER = "project:"  # requester/owner prefix when the project (a push) asks
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}\Z")  # \Z: "$" would take "alice\n"
 
 
 def project_actor(slug: str) -> str:
@@ -36,13 +42,14 @@ def add(
 ) -> schema.Member:
     if not _NAME.match(name) or name.startswith(PROJECT_REQUESTER):
         raise ConfigurationError(
-            f"'{name}' is not a valid member name", hint="use letters, digits, '.', '_', '@' or '-'"
+            f"{shown(name)} is not a valid member name",
+            hint="use letters, digits, '.', '_', '@' or '-'",
         )
     try:
         parsed = Role(role)
     except ValueError:
         raise ConfigurationError(
-            f"--role {role!r} is not a role", hint="use owner, admin or member"
+            f"--role {shown(role)} is not a role", hint="use owner, admin or member"
         ) from None
     existing = find(session, name)
     if existing is not None:
@@ -66,7 +73,8 @@ def get(session: Session, name: str) -> schema.Member:
     member = find(session, name)
     if member is None:
         raise NotFoundError(
-            f"No member named '{name}'", hint=f"add one with: nebula member add {name} --role admin"
+            f"No member named {shown(name)}",
+            hint=f"add one with: nebula member add {shown(name, quote=False)} --role admin",
         )
     return member
 
@@ -116,7 +124,16 @@ def create_token(session: Session, clock: Clock, member_name: str) -> str:
 
 
 def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Member:
-    """The member a bearer token belongs to; ``UnauthorizedError`` for a missing or bad one."""
+    """The member a bearer token belongs to, its use recorded; ``UnauthorizedError`` for a
+    missing or bad one."""
+    row = verify(session, token)
+    row.last_used_at = clock.now()
+    return row.member
+
+
+def verify(session: Session, token: str | None) -> schema.ApiToken:
+    """The token's row, changing nothing (a read-only session may ask: the web's admission
+    does, before a write's body is read); ``UnauthorizedError`` for a missing or bad one."""
     if not token:
         raise UnauthorizedError("Missing bearer token")
     match = _TOKEN.match(token.strip())
@@ -129,8 +146,7 @@ def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Me
     expected = row.digest if row is not None else _digest("nbl_00000000_" + "x" * 32)
     if not hmac.compare_digest(expected, _digest(token.strip())) or row is None:
         raise UnauthorizedError("Invalid bearer token")
-    row.last_used_at = clock.now()
-    return row.member
+    return row
 
 
 def remove(session: Session, name: str) -> schema.Member:

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from reconciler.clock import Clock
 from reconciler.core import freezes
 from reconciler.core.approving import Policies
-from reconciler.errors import ConfigurationError, NotFoundError
+from reconciler.errors import ConfigurationError, NotFoundError, shown
 from reconciler.store import schema
 
 DEFAULTS = {"forbid_self_approval": True, "rollbacks_skip_approval": False}
@@ -21,14 +21,14 @@ def parse_bool(text: str, setting: str) -> bool:
     if value in ("false", "no", "off", "0"):
         return False
     raise ConfigurationError(
-        f"{setting}: {text!r} is not true or false", hint="write true or false"
+        f"{setting}: {shown(text)} is not true or false", hint="write true or false"
     )
 
 
 def set_policy(session: Session, key: str, value: str) -> bool:
     if key not in DEFAULTS:
         raise ConfigurationError(
-            f"unknown policy '{key}'", hint=f"policies: {', '.join(sorted(DEFAULTS))}"
+            f"unknown policy {shown(key)}", hint=f"policies: {', '.join(sorted(DEFAULTS))}"
         )
     parsed = parse_bool(value, key)
     row = session.get(schema.Setting, f"policy.{key}")
@@ -79,4 +79,4 @@ def freeze_rows(session: Session) -> list[schema.FreezeWindowRow]:
 
 
 def windows(session: Session) -> list[freezes.FreezeWindow]:
-    return [freezes.parse_window(r.days, r.start, r.end, r.zone) for r in freeze_rows(session)]
+    return [freezes.stored_window(r.days, r.start, r.end, r.zone) for r in freeze_rows(session)]

@@ -8,19 +8,25 @@ is stored twice: ``repo_url`` holds it as every output shows it (``https://***@h
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from reconciler import numbers
 from reconciler.clock import Clock
 from reconciler.core import messages
 from reconciler.core.states import ServiceStatus
 from reconciler.durations import parse_duration
-from reconciler.errors import ConfigurationError, ConflictError, InvalidFileError, NotFoundError
-from reconciler.gitsource import urls
+from reconciler.errors import (
+    ConfigurationError,
+    ConflictError,
+    InvalidFileError,
+    NotFoundError,
+    shown,
+)
+from reconciler.gitsource import names, urls
 from reconciler.model import validation
 from reconciler.model.reading import SLUG
 from reconciler.model.specs import EnvironmentConfig, EnvironmentSpec
@@ -52,9 +58,9 @@ def add(
     interval: timedelta = timedelta(seconds=60),
     vault: Vault | None = None,
 ) -> schema.Project:
-    if not SLUG.match(slug):
+    if not SLUG.fullmatch(slug):
         raise ConfigurationError(
-            f"'{slug}' is not a valid project slug",
+            f"{shown(slug)} is not a valid project slug",
             hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
         )
     if find(session, slug) is not None:
@@ -64,8 +70,8 @@ def add(
     project = schema.Project(
         slug=slug,
         repo_url="",
-        branch=branch,
-        path=path,
+        branch=_branch(branch),
+        path=_path(path),
         interval_seconds=int(interval.total_seconds()),
         clusters={},
         created_at=clock.now(),
@@ -86,6 +92,29 @@ def _check_repo(repo: str) -> None:
             f"The repository URL {urls.sanitize_url(repo)} uses the unsupported scheme '{scheme}'",
             hint="use a local path, file://, git://, http(s):// or ssh:// (or user@host:path)",
         )
+
+
+def _branch(name: str) -> str:
+    """A branch name git allows (``git check-ref-format --branch``), else a clear error."""
+    problem = names.branch_problem(name)
+    if problem is not None:
+        raise ConfigurationError(
+            f"{shown(name)} cannot be the tracked branch: {problem}",
+            hint="give a branch name as git allows it, e.g. main or release/2.0",
+        )
+    return name
+
+
+def _path(path: str) -> str:
+    """A path inside the repository, relative to its root, else a clear error."""
+    problem = names.path_problem(path)
+    if problem is not None:
+        raise ConfigurationError(
+            f"{shown(path)} cannot be the path of nebula.toml: {problem}",
+            hint="give a path relative to the repository's root, e.g. nebula.toml or "
+            "deploy/nebula.toml",
+        )
+    return names.normal_path(path)
 
 
 def _store_repo(project: schema.Project, vault: Vault | None, repo: str) -> None:
@@ -178,7 +207,7 @@ def get(session: Session, slug: str, *, lock: bool = False) -> schema.Project:
     project = session.scalars(query.with_for_update() if lock else query).first()
     if project is None:
         raise NotFoundError(
-            f"No project named '{slug}'", hint="list them with: nebula project list"
+            f"No project named {shown(slug)}", hint="list them with: nebula project list"
         )
     return project
 
@@ -194,20 +223,21 @@ def set_value(
         if value.strip().lower() in ("", "none", "unlimited", "0"):
             project.concurrency = None
             return
-        if not re.fullmatch(r"\d+", value.strip()):
+        number = numbers.whole(value)
+        if number is None:
             raise ConfigurationError(
-                f"concurrency {value!r} is not a number", hint="e.g. 2, or unlimited"
+                f"concurrency {shown(value)} is not a number", hint="e.g. 2, or unlimited"
             )
-        project.concurrency = int(value)
+        project.concurrency = number
     elif key == "interval":
         interval = parse_duration(value, setting="interval")
         _check_interval(interval)
         project.interval_seconds = int(interval.total_seconds())
         _reschedule(project)
     elif key == "branch":
-        project.branch = value
+        project.branch = _branch(value)
     elif key == "path":
-        project.path = value
+        project.path = _path(value)
     elif key == "repo":
         _check_repo(value)
         _store_repo(project, vault, value)
@@ -222,7 +252,7 @@ def set_value(
         project.clusters = {**(project.clusters or {}), env: value}
     else:
         raise ConfigurationError(
-            f"unknown project setting '{key}'", hint=f"settings: {', '.join(SETTABLE)}"
+            f"unknown project setting {shown(key)}", hint=f"settings: {', '.join(SETTABLE)}"
         )
 
 
@@ -235,7 +265,8 @@ def environment(session: Session, project: schema.Project, name: str) -> schema.
     if env is None:
         known = ", ".join(e.name for e in project.environments) or "none yet"
         raise NotFoundError(
-            f"Project '{project.slug}' has no environment '{name}'", hint=f"environments: {known}"
+            f"Project '{project.slug}' has no environment {shown(name)}",
+            hint=f"environments: {known}",
         )
     return env
 
@@ -246,7 +277,7 @@ def unit(session: Session, env: schema.Environment, name: str) -> schema.Unit:
     ).first()
     if row is None:
         raise NotFoundError(
-            f"No service '{name}' in {env.project.slug}/{env.name}",
+            f"No service {shown(name)} in {env.project.slug}/{env.name}",
         )
     return row
 

@@ -45,7 +45,7 @@ APPROVAL_COLUMNS = (
 
 
 def list_approvals(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         project_id = projects.get(session, args.project).id if args.project else None
         rows = views.approvals_of(session, approvals.listing(session, project_id))
     if args.state:

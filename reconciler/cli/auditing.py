@@ -29,7 +29,7 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def audit(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
+    with common.reading(args) as (ctx, session):
         since = ctx.clock.now() - args.since if args.since is not None else None
         rows = [views.audit(e) for e in auditing.listing(session, since)]
     if args.json:

@@ -103,7 +103,7 @@ def _print(data: dict[str, Any]) -> None:
 
 
 def list_changesets(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         project_id = projects.get(session, args.project).id if args.project else None
         rows = [views.changeset_of(session, c) for c in changesets.listing(session, project_id)]
     if args.state:
@@ -116,7 +116,7 @@ def list_changesets(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         data = views.changeset_of(
             session, changesets.get(session, common.parse_id(args.id, "change set"))
         )

@@ -16,7 +16,8 @@ from reconciler.cli import output
 from reconciler.context import Context
 from reconciler.core.states import AdminAction
 from reconciler.durations import parse_duration
-from reconciler.errors import ConfigurationError, NotFoundError
+from reconciler.errors import ConfigurationError, NotFoundError, shown
+from reconciler.numbers import parse_id as parse_id  # ids on the command line: ASCII digits
 from reconciler.store import schema
 
 if TYPE_CHECKING:
@@ -77,6 +78,15 @@ def transaction(
         yield ctx, session
 
 
+@contextmanager
+def reading(args: argparse.Namespace) -> Iterator[tuple[Context, Session]]:
+    """For a command that only reads: it takes no write lock, and works on a store that
+    cannot be written (a read-only file, a full disk)."""
+    ctx = context(args)
+    with ctx.db.reading() as session:
+        yield ctx, session
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     """``-o json|yaml|wide`` and ``--json`` (see ``output.add_output``)."""
     output.add_output(parser)
@@ -117,7 +127,8 @@ def actor(args: argparse.Namespace, session: Session) -> str:
         return "cli"
     if members.find(session, name) is None:
         raise NotFoundError(
-            f"No member named '{name}'", hint=f"add one with: nebula member add {name} --role admin"
+            f"No member named {shown(name)}",
+            hint=f"add one with: nebula member add {shown(name, quote=False)} --role admin",
         )
     return name
 
@@ -134,13 +145,6 @@ def audit(
 ) -> None:
     """Record an administrative act in the audit trail, in the command's transaction."""
     auditing.record(session, ctx.clock, action, target, message, actor=actor, project=project)
-
-
-def parse_id(text: str, what: str) -> int:
-    raw = text.strip()
-    if not raw.isdigit():
-        raise NotFoundError(f"No {what} {text!r}: {what} ids are numbers")
-    return int(raw)
 
 
 def command(

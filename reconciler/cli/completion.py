@@ -21,10 +21,7 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def completion(args: argparse.Namespace) -> int:
-    # Imported when run (start-up time): only this command needs the generator or the parser.
-    from reconciler.cli import main
-
-    output.echo(_script(main.build_parser(), args.shell).rstrip("\n"))
+    output.echo(_script(args.root_parser, args.shell).rstrip("\n"))
     return 0
 
 

@@ -134,7 +134,7 @@ EVENT_COLUMNS = (
 
 
 def status_data(args: argparse.Namespace) -> list[dict[str, Any]]:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         rows = [projects.get(session, args.project)] if args.project else projects.listing(session)
         if args.env and args.project:
             projects.environment(session, rows[0], args.env)
@@ -180,7 +180,7 @@ def status(args: argparse.Namespace) -> int:
 
 
 def list_deployments(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         query = select(schema.Deployment).order_by(schema.Deployment.id)
         if args.project:
             query = query.where(
@@ -199,7 +199,7 @@ def list_deployments(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         d = session.get(schema.Deployment, common.parse_id(args.id, "deployment"))
         if d is None:
             raise NotFoundError(

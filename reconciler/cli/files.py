@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from reconciler.cli import output
+from reconciler.cli import common, output
 from reconciler.model import validation
 from reconciler.model.problems import Severity
+from reconciler.numbers import format_size
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,23 +20,39 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=validate)
 
 
-def read_source(path: str) -> str:
-    """A nebula.toml's text; a missing or unreadable file is one error line and exit 1."""
+def read_source(path: str, args: argparse.Namespace) -> str:
+    """A nebula.toml's text; a missing, unreadable or oversized file (over
+    ``NEBULA_MAX_CONFIG_SIZE``: no more than that is ever read) is one error line and exit 1."""
+    limit = common.load_settings(args).max_config_size
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with Path(path).open("rb") as file:
+            data = file.read(limit + 1)
+            size = max(os.fstat(file.fileno()).st_size, len(data))
     except FileNotFoundError:
         raise SystemExit(fail(f"{path}: no such file")) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise SystemExit(fail(f"{path}: cannot read it ({exc.__class__.__name__})")) from None
+    if len(data) > limit:
+        raise SystemExit(
+            fail(
+                f"{path}: {format_size(size)} ({size} bytes) is more than "
+                f"NEBULA_MAX_CONFIG_SIZE allows ({format_size(limit)})",
+                "keep large values out of nebula.toml, or raise NEBULA_MAX_CONFIG_SIZE",
+            )
+        )
+    text = validation.decode(data)
+    if text is None:
+        raise SystemExit(fail(f"{path}: cannot read it (it is not UTF-8 text)"))
+    return text
 
 
-def fail(message: str) -> int:
-    output.error(message)
+def fail(message: str, hint: str | None = None) -> int:
+    output.error(message, hint)
     return output.EXIT_REFUSED
 
 
 def validate(args: argparse.Namespace) -> int:
-    text = read_source(args.path)
+    text = read_source(args.path, args)
     project, problems = validation.check(text, args.path)
     errors = [p for p in problems if p.severity is Severity.ERROR]
     if args.json:

@@ -30,7 +30,7 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def history(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         project = projects.get(session, args.project)
         unit = projects.unit(
             session, projects.environment(session, project, args.env), args.service

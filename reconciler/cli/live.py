@@ -16,6 +16,7 @@ from reconciler.cli import common, output
 from reconciler.context import Context
 from reconciler.engine import drifting
 from reconciler.errors import ConflictError, NebulaError
+from reconciler.runtimes import tampering
 
 EXIT_DIFFERENT = 1  # as kubectl diff: 0 no difference, 1 differences, 2 an error
 EXIT_ERROR = 2
@@ -76,13 +77,13 @@ def simulated_edit(args: argparse.Namespace) -> int:
         value = yaml.safe_load(args.value) if args.value.strip() else args.value
     except yaml.YAMLError:
         value = args.value  # not YAML: the text itself
-    ctx.clusters.simulated().edit(args.namespace, args.object, args.path, value)
+    tampering.edit(ctx.clusters.simulated(), args.namespace, args.object, args.path, value)
     output.echo(f"{args.object} in {args.namespace}: {args.path} = {args.value}")
     return output.EXIT_OK
 
 
 def simulated_delete(args: argparse.Namespace) -> int:
     ctx = _simulated(args)
-    ctx.clusters.simulated().delete(args.namespace, args.object)
+    tampering.delete(ctx.clusters.simulated(), args.namespace, args.object)
     output.echo(f"{args.object} in {args.namespace} deleted")
     return output.EXIT_OK

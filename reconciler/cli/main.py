@@ -10,10 +10,13 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 
+from sqlalchemy.exc import SQLAlchemyError
+
 import reconciler
 from reconciler import settings
 from reconciler.cli import output
-from reconciler.errors import NebulaError, RefusedError, UnauthorizedError
+from reconciler.errors import NebulaError, RefusedError, StoreError, UnauthorizedError
+from reconciler.store import failures
 
 # Modules that contribute subcommands: each has ``register(subparsers)`` and sets
 # ``func`` on its parsers to a callable taking the parsed namespace and returning an exit code.
@@ -88,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.root_parser = parser  # what `nebula completion` describes
     func: Handler | None = getattr(args, "func", None)
     if func is None:
         parser.print_help(sys.stderr)
@@ -102,6 +106,13 @@ def _run(argv: Sequence[str] | None) -> int:
         return output.EXIT_REFUSED
     except NebulaError as exc:
         output.error(exc.message, exc.hint)
+        return output.EXIT_REFUSED
+    except SQLAlchemyError as exc:
+        # The store failed outside a unit of work that says so itself: one line all the same.
+        mapped = failures.store_error(exc) or StoreError(
+            f"the state store failed: {failures.first_line(exc)}"
+        )
+        output.error(mapped.message, mapped.hint)
         return output.EXIT_REFUSED
     except KeyboardInterrupt:
         return 130

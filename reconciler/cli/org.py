@@ -125,7 +125,7 @@ def member_remove(args: argparse.Namespace) -> int:
 
 
 def member_list(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         rows = [
             {"name": m.name, "role": m.role, "slack_id": m.slack_id or ""}
             for m in members.listing(session)
@@ -156,7 +156,7 @@ def policy_set(args: argparse.Namespace) -> int:
 
 
 def policy_list(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         loaded = policies.load(session)
     data = {
         "forbid_self_approval": loaded.forbid_self_approval,
@@ -225,7 +225,7 @@ def _freeze(row: schema.FreezeWindowRow) -> dict[str, str]:
 
 
 def freeze_list(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         rows = [_freeze(r) for r in policies.freeze_rows(session)]
     if args.json:
         output.print_json({"freezes": rows})

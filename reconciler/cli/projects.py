@@ -101,7 +101,7 @@ PROJECT_COLUMNS = (
 
 
 def project_list(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         rows = [views.project(p) for p in projects.listing(session)]
     if args.json:
         output.print_json({"projects": rows})

@@ -13,6 +13,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
+from reconciler import numbers
 from reconciler.cli import files, output
 from reconciler.model import validation
 from reconciler.model.problems import Severity
@@ -53,9 +54,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _release_number(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    number = numbers.whole(text)
+    if number is None or number < 1:
         raise argparse.ArgumentTypeError(f"release number must be a positive integer, not {text!r}")
-    return int(text)
+    return number
 
 
 def _slug(text: str) -> str:
@@ -76,7 +78,7 @@ def slugify(text: str) -> str:
 
 
 def render(args: argparse.Namespace) -> int:
-    text = files.read_source(args.path)
+    text = files.read_source(args.path, args)
     project, problems = validation.check(text, args.path)
     for problem in problems:
         sys.stderr.write(f"{problem}\n")

@@ -101,7 +101,7 @@ def secret_delete(args: argparse.Namespace) -> int:
 
 
 def secret_list(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         project = projects.get(session, args.project)
         names = sorted(secrets.names(session, project.id, args.env))
     if args.json:

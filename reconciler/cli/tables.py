@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reconciler import numbers
 from reconciler.cli import output
 
 Row = Mapping[str, Any]
@@ -72,9 +73,9 @@ def short_image(value: object) -> str | None:
 
 
 def _width(stream: Any) -> int:
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit():
-        return int(columns)
+    columns = numbers.whole(os.environ.get("COLUMNS", ""))  # COLUMNS=² passes isdigit()
+    if columns is not None:
+        return columns
     isatty = getattr(stream, "isatty", None)
     if output.wide() or not (isatty and isatty()):
         return _UNLIMITED

@@ -57,7 +57,7 @@ def token_create(args: argparse.Namespace) -> int:
 
 
 def token_list(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.reading(args) as (_, session):
         member = members.get(session, args.member) if args.member else None
         rows = [
             {

@@ -1,4 +1,5 @@
-"""Who must approve what, and when an approval passes at once (behaviour.md, "Approvals").
+"""Who must approve what, and when an approval passes at once (behaviour.md, "Approvals");
+who may cancel a deployment in a protected environment (``check_canceller``).
 
 Pure: the caller gathers the facts (policies, the requester's role, the number of people who
 could decide, the services' ``skip_production_approval``) and records the outcome.
@@ -70,3 +71,19 @@ def check_decider(decider: str, role: Role | None, requester: str, policies: Pol
         raise ForbiddenError(
             "Your policy forbids approving your own deploys: someone else must approve this request."
         )
+
+
+def check_canceller(
+    canceller: str, role: Role | None, requester: str, *, protected: bool, deployment: int
+) -> None:
+    """Raises ``ForbiddenError`` when ``canceller`` may not cancel a deployment ``requester``
+    asked for. Anyone may in an unprotected environment; in a protected one, only an admin or
+    an owner, or the person who asked for it (a push is the project's: admins and owners)."""
+    if not protected or canceller == requester or (role is not None and role.can_decide):
+        return
+    who = f"{canceller} is a {role.value}" if role is not None else f"'{canceller}' is no member"
+    raise ForbiddenError(
+        f"Deployment {deployment} is in a protected environment: only an admin or owner, or "
+        f"the person who asked for it, can cancel it; {who}.",
+        hint="ask an admin or owner to cancel it (nebula cancel ID --as NAME)",
+    )

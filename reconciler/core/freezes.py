@@ -8,13 +8,17 @@ the last of them: that is the time a refused request is told.
 
 from __future__ import annotations
 
+import functools
+import re
+import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-from reconciler.errors import ConfigurationError
+from reconciler.errors import ConfigurationError, shown
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+FULL_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 @dataclass(frozen=True)
@@ -53,32 +57,65 @@ class FreezeWindow:
 
 
 def parse_window(days: str, start: str, end: str, zone: str) -> FreezeWindow:
-    names = [d.strip().lower()[:3] for d in days.split(",") if d.strip()]
-    bad = [d for d in names if d not in DAYS]
+    """A window as a person gives it (``freeze add``): every part checked, nothing guessed.
+
+    Days are weekday names or their three-letter abbreviations (``saturnalia`` is not
+    Saturday); the zone is an IANA name (``localtime`` would mean whatever zone the server
+    happens to run in); a window from a time to the same time is refused rather than taken as
+    24 hours (``--from 00:00 --to 24:00`` says a whole day)."""
+    names = [d.strip().lower() for d in days.split(",") if d.strip()]
+    bad = [d for d in names if d not in _DAY_NAMES]
     if not names or bad:
         raise ConfigurationError(
-            f"--days {days!r} is not a list of weekdays",
-            hint="write e.g. --days sat,sun (mon tue wed thu fri sat sun)",
+            f"--days {shown(days)} is not a list of weekdays",
+            hint="write e.g. --days sat,sun (mon tue wed thu fri sat sun, or the full names)",
         )
-    try:
-        ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
+    if zone not in _zones():
         raise ConfigurationError(
-            f"--tz {zone!r} is not a time zone",
+            f"--tz {shown(zone)} is not a time zone",
             hint="use an IANA name such as Europe/Berlin or UTC",
-        ) from None
+        )
     begin = _clock(start, "--from")
     finish = None if end.strip() == "24:00" else _clock(end, "--to")
-    return FreezeWindow(frozenset(DAYS.index(d) for d in names), begin, finish, zone)
+    if finish == begin:
+        raise ConfigurationError(
+            f"--from and --to are both {begin.strftime('%H:%M')}: the window would be empty",
+            hint="give a different end; for whole days write --from 00:00 --to 24:00",
+        )
+    return FreezeWindow(frozenset(_DAY_NAMES[d] for d in names), begin, finish, zone)
+
+
+def stored_window(days: str, start: str, end: str, zone: str) -> FreezeWindow:
+    """A window as ``parse_window`` stored it (``days`` normalised): read back as it was
+    taken, so a rule tightened later never makes a stored window unreadable."""
+    begin = _clock(start, "from")
+    finish = None if end.strip() == "24:00" else _clock(end, "to")
+    indexes = frozenset(DAYS.index(d) for d in days.split(",") if d in DAYS)
+    return FreezeWindow(indexes, begin, finish, zone)
+
+
+_DAY_NAMES = {
+    **{name: i for i, name in enumerate(DAYS)},
+    **{name: i for i, name in enumerate(FULL_DAYS)},
+}
+_NOT_ZONES = {"localtime", "posixrules", "Factory"}  # files in the zone directory, not places
+_TIME = re.compile(r"([0-9]{1,2}):([0-9]{2})")
+
+
+@functools.cache
+def _zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones() - _NOT_ZONES)
 
 
 def _clock(text: str, flag: str) -> time:
+    match = _TIME.fullmatch(text.strip())
     try:
-        hours, minutes = text.strip().split(":")
-        return time(int(hours), int(minutes))
+        if match is None:
+            raise ValueError(text)
+        return time(int(match.group(1)), int(match.group(2)))
     except ValueError:
         raise ConfigurationError(
-            f"{flag} {text!r} is not a time of day", hint="write HH:MM, e.g. 18:00"
+            f"{flag} {shown(text)} is not a time of day", hint="write HH:MM, e.g. 18:00"
         ) from None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler import numbers
 from reconciler.clock import Clock
 from reconciler.core.planning import Value, flatten
 from reconciler.core.states import ReleaseStatus, ServiceKind
@@ -118,11 +119,11 @@ def available_for_rollback(session: Session, unit: schema.Unit) -> list[schema.R
 
 
 def by_name(session: Session, unit: schema.Unit, name: str) -> schema.Release | None:
-    text = name.strip().lower().removeprefix("r-").removeprefix("r")
-    if not text.isdigit():
+    number = numbers.whole(name.strip().lower().removeprefix("r-").removeprefix("r"))
+    if number is None:
         return None
     return session.scalars(
         select(schema.Release).where(
-            schema.Release.unit_id == unit.id, schema.Release.number == int(text)
+            schema.Release.unit_id == unit.id, schema.Release.number == number
         )
     ).first()

@@ -5,8 +5,10 @@ not move, the file read as a blob at the commit (no checkout). Problems become t
 blocker, never an exception that stops other projects:
 
 - ``delivery``: the remote cannot be reached, or the branch is gone; cleared when it is back;
-- ``configuration``: nebula.toml is missing or invalid at the new commit; nothing is staged,
-  every environment keeps serving, and the next valid push clears it.
+- ``configuration``: nebula.toml is missing, a symbolic link, larger than
+  ``NEBULA_MAX_CONFIG_SIZE`` (checked from the object's header, before it is read) or invalid
+  at the new commit; nothing is staged, every environment keeps serving, and the next valid
+  push clears it.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from reconciler.context import Context
 from reconciler.core.states import Blocker
 from reconciler.errors import NebulaError
 from reconciler.gitops import staging
-from reconciler.gitsource.results import CommitInfo, HeadResult
+from reconciler.gitsource.results import CommitInfo, FileEntry, HeadResult
 from reconciler.model import validation
 from reconciler.model.problems import Severity
 from reconciler.model.specs import ProjectFile
+from reconciler.numbers import format_size
 from reconciler.requests.changesets import Commit
 from reconciler.store import events, schema
 
@@ -75,6 +78,7 @@ class _Poll:
 
     head: HeadResult
     commit: str = ""
+    entry: FileEntry | None = None  # what the commit holds at the project's path
     blob: bytes | None = None
     info: CommitInfo | None = None
     file: ProjectFile | None = None
@@ -142,12 +146,12 @@ def _moved(
 def _fetched(
     session: Session, ctx: Context, project: schema.Project, state: _Poll
 ) -> Blocked | None:
-    """The new head's file and commit, read as a blob (no checkout)."""
+    """The new head's commit, and what it holds at the project's path (not read yet)."""
     assert ctx.git is not None
     url = project_rows.remote_url(project, ctx.vault)
     try:
         ctx.git.ensure(url, project.branch, state.commit)
-        state.blob = ctx.git.read_file(url, state.commit, project.path)
+        state.entry = ctx.git.file_entry(url, state.commit, project.path)
         state.info = ctx.git.commit_info(url, state.commit)
     except NebulaError as exc:
         return Blocked(Blocker.DELIVERY, _keep_serving(exc.message))
@@ -159,12 +163,34 @@ def _fetched(
 def _present(
     session: Session, ctx: Context, project: schema.Project, state: _Poll
 ) -> Blocked | None:
-    if state.blob is not None:
-        return None
+    """A regular file no larger than ``NEBULA_MAX_CONFIG_SIZE`` is there; then it is read."""
+    assert ctx.git is not None
+    short = state.commit[:7]
+    entry, limit = state.entry, ctx.settings.max_config_size
+    if entry is None:
+        problem = f"{project.path} is missing at {short}"
+    elif entry.link:
+        problem = (
+            f"{project.path} at {short} is a symbolic link; Nebula reads the file itself, "
+            "not what a link points to (commit it as a regular file)"
+        )
+    elif entry.size > limit:
+        problem = (
+            f"{project.path} at {short} is {format_size(entry.size)} ({entry.size} bytes), "
+            f"more than NEBULA_MAX_CONFIG_SIZE allows ({format_size(limit)})"
+        )
+    else:
+        try:
+            url = project_rows.remote_url(project, ctx.vault)
+            state.blob = ctx.git.read_file(url, state.commit, project.path)
+        except NebulaError as exc:
+            return Blocked(Blocker.DELIVERY, _keep_serving(exc.message))
+        if state.blob is not None:
+            return None
+        problem = f"{project.path} is missing at {short}"
     return Blocked(
         Blocker.CONFIGURATION,
-        f"{project.path} is missing at {state.commit[:7]}; nothing was staged and "
-        "environments keep serving",
+        f"{problem}; nothing was staged and environments keep serving",
         state.commit,
     )
 
@@ -173,10 +199,7 @@ def _valid(session: Session, ctx: Context, project: schema.Project, state: _Poll
     """The file parses and validates (a ``configuration`` blocker clears)."""
     assert state.blob is not None
     short = state.commit[:7]
-    try:
-        text: str | None = state.blob.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
+    text = validation.decode(state.blob)
     file, problems = validation.check(text, project.path) if text is not None else (None, [])
     if file is None:
         errors = [p for p in problems if p.severity is Severity.ERROR]

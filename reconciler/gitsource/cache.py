@@ -28,10 +28,16 @@ from typing import TypeVar
 
 import pygit2
 
-from reconciler.errors import Blocker, NebulaError, PermanentError, TransientError
+from reconciler.errors import (
+    Blocker,
+    ConfigurationError,
+    NebulaError,
+    PermanentError,
+    TransientError,
+)
 from reconciler.gitsource import failures, urls
 from reconciler.gitsource.credentials import NO_CREDENTIALS, GitCredentials, OneShotCallbacks
-from reconciler.gitsource.results import CommitInfo, GitCounters, HeadResult, Target
+from reconciler.gitsource.results import CommitInfo, FileEntry, GitCounters, HeadResult, Target
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +66,18 @@ class GitCache:
         from delaying every other project.
         """
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
         self._credentials = credentials
         self._concurrency = max(1, concurrency)
         self._probe_path = self.root / "probe.git"
-        if not (self._probe_path / "HEAD").exists():
-            pygit2.init_repository(str(self._probe_path), bare=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            if not (self._probe_path / "HEAD").exists():
+                pygit2.init_repository(str(self._probe_path), bare=True)
+        except (OSError, pygit2.GitError) as exc:  # a full or read-only disk
+            raise ConfigurationError(
+                f"the git cache {self.root} cannot be created: {str(exc).splitlines()[0]}",
+                hint="free space on its disk and make it writable (NEBULA_GIT_CACHE_DIR)",
+            ) from exc
         pygit2.settings.server_connect_timeout = int(connect_timeout * 1000)
         pygit2.settings.server_timeout = int(io_timeout * 1000)
         self._thread_state = threading.local()
@@ -230,15 +242,19 @@ class GitCache:
     def read_file(self, url: str, commit: str, path: str) -> bytes | None:
         """The file at ``path`` in ``commit`` (already fetched), or None when there is none."""
         repo, found = self._cached_commit(url, commit)
-        parts = [p for p in PurePosixPath(path).parts if p not in ("/", ".")]
-        if not parts or ".." in parts:
-            return None
-        try:
-            entry = found.tree["/".join(parts)]
-        except KeyError:
-            return None
-        blob = repo.get(entry.id)
+        entry = _tree_entry(found, path)
+        blob = repo.get(entry.id) if entry is not None else None
         return blob.data if isinstance(blob, pygit2.Blob) else None
+
+    def file_entry(self, url: str, commit: str, path: str) -> FileEntry | None:
+        """The size of the file at ``path`` and whether it is a symbolic link, read from the
+        object's header (the file itself is not loaded); None when there is no file there."""
+        repo, found = self._cached_commit(url, commit)
+        entry = _tree_entry(found, path)
+        if entry is None or entry.type_str != "blob":
+            return None
+        _, size = repo.odb.read_header(entry.id)
+        return FileEntry(size=size, link=entry.filemode == pygit2.enums.FileMode.LINK)
 
     def commit_info(self, url: str, commit: str) -> CommitInfo:
         _, found = self._cached_commit(url, commit)
@@ -325,6 +341,17 @@ class GitCache:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _tree_entry(commit: pygit2.Commit, path: str) -> pygit2.Object | None:
+    """The tree entry at ``path`` in ``commit``, or None (a path out of the tree names nothing)."""
+    parts = [p for p in PurePosixPath(path).parts if p not in ("/", ".")]
+    if not parts or ".." in parts:
+        return None
+    try:
+        return commit.tree["/".join(parts)]
+    except KeyError:
+        return None
 
 
 def _lookup_commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit | None:

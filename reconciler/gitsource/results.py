@@ -42,6 +42,15 @@ class CommitInfo:
     committed_at: datetime  # committer time, aware, UTC
 
 
+@dataclass(frozen=True)
+class FileEntry:
+    """What a commit holds at a path, known without reading it: its size in bytes, and whether
+    it is a symbolic link (whose blob is the link's target, not a file's text)."""
+
+    size: int
+    link: bool
+
+
 @dataclass
 class GitCounters:
     """How often the remote was asked (``list_heads``) and fetched from, for tests and metrics."""

@@ -1,8 +1,9 @@
-"""Checks that need a whole environment: references, dependencies, cycles, volumes."""
+"""Checks that need a whole environment: references, dependencies, cycles, volumes, and what
+the variables would resolve to (``resolving.oversized``)."""
 
 from __future__ import annotations
 
-from reconciler.model import graph, references
+from reconciler.model import graph, references, resolving
 from reconciler.model.positions import Path
 from reconciler.model.problems import Code, Problems
 from reconciler.model.reading import Locate
@@ -48,6 +49,15 @@ def check_environment(
                         f"new one starts; add accept_downtime = true to [services.{service.name}.volumes.{volume.name}]",
                         key=True,
                     )
+    for found in resolving.oversized(config):
+        base = ("services", found.service, "variables")
+        problems.add(
+            locates[found.service]((*base, found.key) if found.key is not None else base),
+            Code.OVERSIZED_VALUE,
+            found.message,
+            found.hint,
+            key=found.key is None,
+        )
     edges = [e for e in graph.edges(config) if e.source != e.target]
     cycle = graph.find_cycle(units, edges)
     if cycle is not None:

@@ -38,6 +38,7 @@ class Code(StrEnum):
     INVALID_IMAGE = "invalid-image"
     IMAGE_TAG = "image-tag"
     VOLUME_WITHOUT_DOWNTIME = "volume-without-downtime"
+    OVERSIZED_VALUE = "oversized-value"  # a variable (or a release's) resolves past the limits
     NO_ENVIRONMENTS = "no-environments"
     SELF_PROMOTION = "self-promotion"
     PROMOTION_CYCLE = "promotion-cycle"

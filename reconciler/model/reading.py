@@ -19,7 +19,7 @@ from reconciler.model.problems import Code, Problems, dotted
 
 Locate = Callable[[Path], Path]
 
-SLUG = re.compile(r"^[a-z](?:[a-z0-9-]{0,38}[a-z0-9])?$")
+SLUG = re.compile(r"^[a-z](?:[a-z0-9-]{0,38}[a-z0-9])?\Z")  # \Z: "$" would take "api\n"
 SIZE = re.compile(r"^[1-9][0-9]*(Ki|Mi|Gi|Ti)$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_SLUGS = frozenset({"secret", "host"})

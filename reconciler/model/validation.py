@@ -36,8 +36,18 @@ def load(text: str, path: str = "nebula.toml") -> ProjectFile:
     return project
 
 
+def decode(data: bytes) -> str | None:
+    """A nebula.toml's bytes as text: UTF-8, without the byte order mark some editors write
+    first (TOML would read it as a key: "empty key"); None when it is not UTF-8."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
 def check(text: str, path: str = "nebula.toml") -> tuple[ProjectFile | None, list[Problem]]:
     """The file if it has no errors (warnings allowed), and every problem found, in file order."""
+    text = text.removeprefix("\ufeff")  # a byte order mark, if the text was read with one
     try:
         data = tomlkit.parse(text).unwrap()
     except tomlkit.exceptions.ParseError as exc:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from reconciler.admin import members, projects
 from reconciler.context import Context
+from reconciler.core import approving
 from reconciler.core.states import (
     AdminAction,
     ApprovalTarget,
@@ -242,5 +243,13 @@ def cancel(
         raise NotFoundError(
             f"No deployment {deployment_id}", hint="list them with: nebula deployments"
         )
+    who = requester or "cli"
+    approving.check_canceller(
+        who,
+        members.role_of(session, who),
+        deployment.requested_by,
+        protected=deployment.environment.protected,
+        deployment=deployment.id,
+    )
     starting.cancel(session, ctx.clock, deployment, requester)
     return deployment

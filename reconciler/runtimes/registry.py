@@ -7,6 +7,7 @@ from reconciler.runtimes import faults, kubernetes
 from reconciler.runtimes.cluster import Cluster
 from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.settings import Settings
+from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 
 
@@ -14,14 +15,16 @@ class Clusters:
     """One runtime object per target, created on first use and kept.
 
     ``watch``: whether Kubernetes clusters keep a watch cache for their checks (benchmarks
-    turn it off for a baseline of direct reads)."""
+    turn it off for a baseline of direct reads). ``vault``: the simulated cluster keeps its
+    Secrets' values encrypted with it."""
 
     def __init__(
-        self, settings: Settings, db: Database, clock: Clock, *, watch: bool = True
+        self, settings: Settings, db: Database, clock: Clock, vault: Vault, *, watch: bool = True
     ) -> None:
         self.settings = settings
         self.db = db
         self.clock = clock
+        self.vault = vault
         self.watch = watch
         self._by_context: dict[str | None, Cluster] = {}
 
@@ -33,6 +36,7 @@ class Clusters:
                 self.clock,
                 self.settings.simulated_delay,
                 faults.load(self.settings.simulated_faults),
+                self.vault,
             )
             self._by_context["<simulated>"] = cluster
         assert isinstance(cluster, SimulatedCluster)

@@ -6,10 +6,15 @@ several processes see the same cluster) and makes every stage take ``delay``
 (``NEBULA_SIMULATED_FAULTS``). The stabilization period is compressed into that one delay:
 pods report Ready since long enough once qualifying has lasted ``delay``. A documented test
 and demo aid, not a production path.
+
+A Secret's ``data`` and ``stringData`` are stored encrypted with the server's key (the
+``vault``), like every other secret in the store: the row holds them under ``SEALED`` and
+``objects`` hands them back in the clear.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
@@ -21,9 +26,9 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.core import drifts, fieldpaths
+from reconciler.core import drifts
 from reconciler.core.states import Blocker
-from reconciler.errors import NotFoundError, TransientError, UnreachableError
+from reconciler.errors import TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
     JobPhase,
     JobStatus,
@@ -36,21 +41,30 @@ from reconciler.runtimes.cluster import (
     checked,
 )
 from reconciler.store import schema
+from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 from renderers.capabilities import RECENT, Capabilities
 
 CONTROL = "simulation.nebula.dev/control"
 LOG = "simulation.nebula.dev/log"
+SEALED = "nebula.dev/sealed"  # a Secret's data and stringData, encrypted
+_SECRET_FIELDS = ("data", "stringData")
 
 
 class SimulatedCluster:
     def __init__(
-        self, db: Database, clock: Clock, delay: timedelta, faults: Mapping[str, Blocker | str]
+        self,
+        db: Database,
+        clock: Clock,
+        delay: timedelta,
+        faults: Mapping[str, Blocker | str],
+        vault: Vault,
     ) -> None:
         self.db = db
         self.clock = clock
         self.delay = delay
         self.faults = {image: Blocker(value) for image, value in faults.items()}
+        self.vault = vault
 
     # -- test controls ----------------------------------------------------------------------
 
@@ -72,32 +86,6 @@ class SimulatedCluster:
             )
             return [str(r.body["entry"]) for r in rows]
 
-    def edit(self, namespace: str, ref: str, path: str, value: object) -> Manifest:
-        """Change a live object behind Nebula's back (``nebula simulated edit``): ``value`` at
-        ``path`` (``spec.replicas``, ``data.LOG_LEVEL``, ``containers[name=web].image``)."""
-        kind, name = _split(ref)
-        try:
-            segments = fieldpaths.read(path)
-        except ValueError as exc:
-            raise NotFoundError(str(exc), hint="e.g. spec.replicas or data.LOG_LEVEL") from None
-        with self.db.transaction() as session:
-            row = self._get(session, namespace, kind, name)
-            if row is None:
-                raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
-            try:
-                body = fieldpaths.put(row.body, segments, value)
-            except KeyError as exc:
-                raise NotFoundError(f"{ref} in {namespace} has no {exc.args[0]}") from None
-            self._put(session, namespace, kind, name, body)
-            return body
-
-    def delete(self, namespace: str, ref: str) -> None:
-        """Delete a live object behind Nebula's back (``nebula simulated delete``)."""
-        kind, name = _split(ref)
-        with self.db.transaction() as session:
-            if not self._delete(session, namespace, kind, name):
-                raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
-
     def objects(self, namespace: str) -> list[Manifest]:
         with self.db.transaction() as session:
             rows = session.scalars(
@@ -106,7 +94,7 @@ class SimulatedCluster:
                 .where(schema.ClusterObject.kind.not_in([CONTROL, LOG]))
                 .order_by(schema.ClusterObject.kind, schema.ClusterObject.name)
             )
-            return [dict(r.body) for r in rows]
+            return [self._unsealed(r.body) for r in rows]
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -121,10 +109,30 @@ class SimulatedCluster:
             )
         ).first()
 
+    def _sealed(self, body: Manifest) -> Manifest:
+        """A Secret as it is stored: its values encrypted (other objects as they are)."""
+        hidden = {k: body[k] for k in _SECRET_FIELDS if k in body}
+        if body.get("kind") != "Secret" or not hidden:
+            return body
+        rest = {k: v for k, v in body.items() if k not in hidden}
+        return {**rest, SEALED: self.vault.encrypt(json.dumps(hidden)).decode("ascii")}
+
+    def _unsealed(self, body: Manifest) -> Manifest:
+        if SEALED not in body:
+            return dict(body)
+        hidden = json.loads(self.vault.decrypt(str(body[SEALED]).encode("ascii")))
+        return {**{k: v for k, v in body.items() if k != SEALED}, **hidden}
+
     def _put(self, session: Session, namespace: str, kind: str, name: str, body: Manifest) -> None:
         """Server-side apply: created, or updated when the body differs (an identical apply
         changes nothing). One statement either way; two replicas applying one object at the
-        same moment both succeed, the later body winning, as on a real API server."""
+        same moment both succeed, the later body winning, as on a real API server. A Secret
+        is compared in the clear (its stored form is encrypted anew each time)."""
+        if kind == "Secret":
+            existing = self._get(session, namespace, kind, name)
+            if existing is not None and self._unsealed(existing.body) == body:
+                return
+            body = self._sealed(body)
         now = self.clock.now()
         insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
         statement = insert(schema.ClusterObject).values(
@@ -166,10 +174,7 @@ class SimulatedCluster:
 
     def _apply_all(self, session: Session, namespace: str, manifests: tuple[Manifest, ...]) -> None:
         for manifest in manifests:
-            meta = manifest.get("metadata", {})
-            kind = str(manifest.get("kind", ""))
-            ns = "" if kind == "Namespace" else str(meta.get("namespace") or namespace)
-            self._put(session, ns, kind, str(meta.get("name", "")), manifest)
+            self._put(session, _namespace(manifest, namespace), *_kind_name(manifest), manifest)
 
     def _elapsed(self, row: schema.ClusterObject) -> timedelta:
         return self.clock.now() - row.created_at
@@ -361,7 +366,9 @@ class SimulatedCluster:
                 row = self._get(
                     session, _namespace(manifest, objects.namespace), *_kind_name(manifest)
                 )
-                found[drifts.reference(manifest)] = dict(row.body) if row is not None else None
+                found[drifts.reference(manifest)] = (
+                    self._unsealed(row.body) if row is not None else None
+                )
             return found
 
     def heal(self, objects: ReleaseObjects, refs: Collection[str]) -> None:
@@ -383,15 +390,6 @@ def _namespace(manifest: Manifest, namespace: str) -> str:
     if manifest.get("kind") == "Namespace":
         return ""
     return str(manifest.get("metadata", {}).get("namespace") or namespace)
-
-
-def _split(ref: str) -> tuple[str, str]:
-    kind, _, name = ref.partition("/")
-    if not kind or not name:
-        raise NotFoundError(
-            f"{ref!r} names no object", hint="write KIND/NAME, e.g. Deployment/api-r1"
-        )
-    return kind, name
 
 
 def _name(manifest: Manifest) -> str:

@@ -2,6 +2,7 @@
 
 Several replicas must share one key: set ``NEBULA_SECRET_KEY`` on all of them. With none set,
 a key is generated once into ``<state dir>/secret.key`` (mode 0600), which suits one server.
+Back it up apart from the database: every secret the database holds is encrypted with it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from cryptography.fernet import Fernet, InvalidToken
 
 from reconciler.errors import ConfigurationError
+from reconciler.store import private
 
 
 class Vault:
@@ -43,8 +45,9 @@ def open_vault(secret_key: str, state_dir: Path) -> Vault:
         return Vault(secret_key.encode())
     path = state_dir / "secret.key"
     if path.exists():
+        private.tighten(path)
         return Vault(path.read_bytes().strip())
-    state_dir.mkdir(parents=True, exist_ok=True)
+    private.make_dir(state_dir)
     key = Fernet.generate_key()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

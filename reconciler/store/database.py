@@ -1,24 +1,36 @@
 """The database: engine, sessions, and schema migrations run on open.
 
 SQLite (the default, a file in ``.nebula/``) runs in WAL mode with a busy timeout so the CLI
-and a running server can share it. PostgreSQL (``postgresql+psycopg://``) is for several
-replicas.
+and a running server can share it; the file is its owner's only (``private``). PostgreSQL
+(``postgresql+psycopg://``) is for several replicas.
+
+A failure of the store leaves ``transaction`` and ``reading`` as a ``StoreError`` in one line
+with a hint (``failures``). Reading asks nothing of the disk: the schema is migrated only when
+it is behind, and on SQLite a reader that cannot open the write-ahead log's index (a full
+disk) reads the file as it stands when the log holds nothing, so ``nebula status`` works on a
+read-only or full disk while writes say why they cannot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciler.errors import ConfigurationError, TransientError
+from reconciler.errors import ConfigurationError, StoreError
+from reconciler.store import failures, private
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -46,12 +58,43 @@ def _begin_deferred(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN")
 
 
+def _reader(path: Path) -> Callable[[], sqlite3.Connection]:
+    """Connections for reading ``path``: as usual, or, when SQLite cannot open the log's index
+    (no room to create it, or a directory it may not write) and the log is empty, the file
+    read as it stands (``immutable``: nothing is written, and with an empty log nothing newer
+    exists to be missed)."""
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(str(path), check_same_thread=False)
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            return connection
+        except sqlite3.OperationalError as exc:
+            connection.close()
+            wal = path.with_name(path.name + "-wal")
+            name = str(getattr(exc, "sqlite_errorname", ""))
+            cannot_index = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY")
+            if not name.startswith(cannot_index) or (wal.exists() and wal.stat().st_size > 0):
+                raise
+        frozen = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+        return sqlite3.connect(frozen, uri=True, check_same_thread=False)
+
+    return connect
+
+
 class Database:
     def __init__(self, url: str, *, migrate: bool = True, echo: bool = False) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self.path: Path | None = None  # the SQLite file
         if self.is_sqlite and ":///" in url and not url.endswith(":memory:"):
-            Path(url.split(":///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+            self.path = Path(url.split(":///", 1)[1].split("?", 1)[0])
+            private.make_dir(self.path.parent)
+            with contextlib.suppress(OSError):  # a read-only directory: SQLite says so
+                private.create_file(self.path)
+            for suffix in ("-wal", "-shm"):
+                private.tighten(self.path.with_name(self.path.name + suffix))
         # A driver error quotes the statement's parameters, and a row may hold a secret (the
         # simulated cluster keeps Secret objects in the store): errors and logs never show them.
         kwargs: dict[str, Any] = {"echo": echo, "hide_parameters": True}
@@ -60,11 +103,15 @@ class Database:
         try:
             self.engine: Engine = create_engine(url, **kwargs)
         except (SQLAlchemyError, ValueError, ImportError) as exc:
-            raise ConfigurationError(f"NEBULA_DATABASE_URL is not usable: {_clean(exc)}") from exc
+            raise ConfigurationError(
+                f"NEBULA_DATABASE_URL is not usable: {failures.first_line(exc)}"
+            ) from exc
         self._read_engine = self.engine
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _begin_immediate)
+            if self.path is not None:
+                kwargs["creator"] = _reader(self.path)
             self._read_engine = create_engine(url, **kwargs)
             event.listen(self._read_engine, "connect", _sqlite_pragmas)
             event.listen(self._read_engine, "begin", _begin_deferred)
@@ -74,17 +121,21 @@ class Database:
             self.migrate()
 
     def migrate(self, revision: str = "head") -> None:
-        """Bring the schema to ``revision``; safe to run on every start."""
+        """Bring the schema to ``revision``; safe to run on every start, and a schema already
+        there is only read (a read-only or full disk still opens)."""
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
+        wanted = ScriptDirectory.from_config(config).get_revision(revision)
         try:
+            with self._read_engine.connect() as connection:
+                current = MigrationContext.configure(connection).get_current_revision()
+            if wanted is not None and current == wanted.revision:
+                return
             with self.engine.begin() as connection:
                 config.attributes["connection"] = connection
                 command.upgrade(config, revision)
-        except OperationalError as exc:
-            raise TransientError(
-                f"the database cannot be reached: {_clean(exc)}", code="database"
-            ) from exc
+        except DBAPIError as exc:
+            raise self._failure(exc) from exc
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -93,6 +144,13 @@ class Database:
         try:
             yield session
             session.commit()
+        except DBAPIError as exc:
+            with contextlib.suppress(SQLAlchemyError):  # the connection may be gone too
+                session.rollback()
+            mapped = failures.store_error(exc, self.path)
+            if mapped is None:
+                raise
+            raise mapped from exc
         except BaseException:
             session.rollback()
             raise
@@ -101,14 +159,25 @@ class Database:
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
-        """A read-only unit of work (pages, API reads): on SQLite it does not queue behind the
-        writer; nothing it changes is committed."""
+        """A read-only unit of work (pages, API reads, the CLI's listings): on SQLite it does
+        not queue behind the writer; nothing it changes is committed."""
         session = self._readers()
         try:
             yield session
+        except DBAPIError as exc:
+            mapped = failures.store_error(exc, self.path)
+            if mapped is None:
+                raise
+            raise mapped from exc
         finally:
-            session.rollback()
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
             session.close()
+
+    def _failure(self, exc: DBAPIError) -> StoreError:
+        return failures.store_error(exc, self.path) or StoreError(
+            f"the state store failed: {failures.first_line(exc)}"
+        )
 
     def session(self) -> Session:
         return self._sessions()
@@ -116,11 +185,3 @@ class Database:
     def dispose(self) -> None:
         self.engine.dispose()
         self._read_engine.dispose()
-
-
-def _clean(exc: BaseException) -> str:
-    """The first line of a driver error, without the URL (it may hold a password)."""
-    text = (
-        str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
-    )
-    return text

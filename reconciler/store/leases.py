@@ -2,18 +2,23 @@
 
 A lease is held until it expires; its holder renews it by claiming it again. A replica that
 dies simply stops renewing, and another takes the lease over once it has expired. Nothing
-relies on process memory: the database says who holds what.
+relies on process memory: the database says who holds what. A holder named ``host:pid`` (the
+default replica id) that is provably gone (this host, and no such process) can be taken over
+at once (``gone`` and ``take_over``): a server killed with SIGKILL restarts without waiting.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterable
 from datetime import timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from reconciler import numbers
 from reconciler.clock import Clock
 from reconciler.store import schema
 from reconciler.store.database import Database
@@ -63,3 +68,34 @@ def holder(session: Session, clock: Clock, name: str) -> str | None:
     if row is None or row.expires_at < clock.now():
         return None
     return row.owner
+
+
+def gone(owner: str) -> bool:
+    """True when ``owner`` is ``host:pid`` of this host and no process has that pid: the
+    holder died without releasing. Anything else (another host, a replica id set by hand, a
+    pid that exists, perhaps reused) cannot be proved dead, and waits for the expiry."""
+    host, sep, pid_text = owner.rpartition(":")
+    pid = numbers.whole(pid_text)
+    if not sep or pid is None or pid == 0 or host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists (another user's process)
+        return False
+    return False
+
+
+def take_over(
+    db: Database, clock: Clock, name: str, owner: str, previous: str, ttl: timedelta
+) -> bool:
+    """``owner`` takes ``name`` from ``previous`` (known to be gone), only if ``previous``
+    still holds it: of two servers starting at once, one takes it."""
+    with db.transaction() as session:
+        taken = session.execute(
+            update(schema.Lease)
+            .where(schema.Lease.name == name, schema.Lease.owner == previous)
+            .values(owner=owner, expires_at=clock.now() + ttl)
+        )
+        return bool(getattr(taken, "rowcount", 0))

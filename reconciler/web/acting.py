@@ -4,8 +4,10 @@ Every write needs ``Authorization: Bearer <token>`` (``nebula token create``). T
 member is who acts: a decision is recorded under that member, and ``deciding.decide``
 enforces that only an admin or owner decides (and the self-approval policy); suspending and
 resuming take an admin or owner too (``suspending``). Asking for a deployment (rollback,
-promote, redeploy, cancel) takes any member. The token is checked before anything else, so an
-anonymous caller learns nothing about what exists.
+promote, redeploy) takes any member; so does cancelling one, except in a protected
+environment (an admin or owner, or who asked for it). The token is checked before anything
+else (``web.admission``, before the body is read), so an anonymous caller learns nothing
+about what exists.
 """
 
 from __future__ import annotations

@@ -17,7 +17,17 @@ from fastapi.staticfiles import StaticFiles
 import reconciler
 from reconciler.context import Context
 from reconciler.scheduling import Scheduler
-from reconciler.web import acting, api, error_responses, hooks, operations, pages, slack
+from reconciler.web import (
+    acting,
+    admission,
+    api,
+    conventions,
+    error_responses,
+    hooks,
+    operations,
+    pages,
+    slack,
+)
 from reconciler.web.appstate import AppState
 from reconciler.web.metrics import Metrics
 
@@ -76,6 +86,9 @@ def create_app(
     app.include_router(pages.router)
     app.include_router(slack.router(ctx))
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    # Middleware added later runs first: HTTP's conventions, the security headers, then what a
+    # request must pass before the app reads it (its refusals carry the headers too).
+    app.add_middleware(admission.Admission, state=state)
 
     @app.middleware("http")
     async def security_headers(
@@ -87,4 +100,5 @@ def create_app(
                 response.headers.setdefault(name, value)
         return response
 
+    app.add_middleware(conventions.Conventions)
     return app

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fastapi import Request
 
 from reconciler.context import Context
-from reconciler.errors import NotFoundError
+from reconciler.numbers import parse_id as parse_id  # ids in paths: ASCII digits, else a 404
 
 if TYPE_CHECKING:
     from reconciler.scheduling import Scheduler
     from reconciler.web.metrics import Metrics
-
-_ID = re.compile(r"^[0-9]{1,18}$")
 
 
 @dataclass
@@ -33,10 +30,3 @@ class AppState:
 def get_state(request: Request) -> AppState:
     state: AppState = request.app.state.nebula
     return state
-
-
-def parse_id(text: str, what: str) -> int:
-    """Ids in paths are strings of digits (JSON ids are strings); anything else names nothing."""
-    if not _ID.match(text):
-        raise NotFoundError(f"No {what} {text!r}: {what} ids are numbers")
-    return int(text)

@@ -4,7 +4,7 @@
 
     UnauthorizedError -> 401     ForbiddenError -> 403     NotFoundError -> 404
     other RefusedError -> 409    ConfigurationError, a request that does not validate -> 422
-    TransientError -> 503        anything unexpected -> 500 (logged, details not sent)
+    TransientError, StoreError -> 503        anything unexpected -> 500 (logged, details not sent)
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from reconciler.errors import (
     NebulaError,
     NotFoundError,
     RefusedError,
+    StoreError,
     TransientError,
     UnauthorizedError,
 )
@@ -39,6 +40,7 @@ STATUSES: tuple[tuple[type[NebulaError], int], ...] = (
     (RefusedError, 409),
     (ConfigurationError, 422),
     (TransientError, 503),
+    (StoreError, 503),
 )
 
 _HTTP_CODES = {

@@ -176,6 +176,18 @@ def test_one_setting_given_twice_in_the_file_is_an_error(tmp_path: Path) -> None
             "",
             "error: NEBULA_STATE_DIR is empty\nhint: give a path, or unset it (default .nebula)\n",
         ),
+        (
+            "NEBULA_MAX_CONFIG_SIZE",
+            "1 MB",
+            "error: NEBULA_MAX_CONFIG_SIZE must be a size, not '1 MB'\n"
+            "hint: write a number of bytes, or a number and a unit: 512KiB, 1MiB, 2GiB\n",
+        ),
+        (
+            "NEBULA_MAX_CONFIG_SIZE",
+            "\u00b2KiB",  # a superscript two passes str.isdigit()
+            "error: NEBULA_MAX_CONFIG_SIZE must be a size, not '\u00b2KiB'\n"
+            "hint: write a number of bytes, or a number and a unit: 512KiB, 1MiB, 2GiB\n",
+        ),
     ],
 )
 def test_a_bad_value_names_the_setting_and_what_it_accepts(

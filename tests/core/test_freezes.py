@@ -56,10 +56,11 @@ def test_a_window_is_parsed_and_described_as_it_was_set(
 
 
 HINTS = {
-    "--days": "write e.g. --days sat,sun (mon tue wed thu fri sat sun)",
+    "--days": "write e.g. --days sat,sun (mon tue wed thu fri sat sun, or the full names)",
     "--tz": "use an IANA name such as Europe/Berlin or UTC",
     "--from": "write HH:MM, e.g. 18:00",
     "--to": "write HH:MM, e.g. 18:00",
+    "--from and --to": "give a different end; for whole days write --from 00:00 --to 24:00",
 }
 
 
@@ -72,15 +73,33 @@ HINTS = {
         (("sat", "25:00", "24:00", "UTC"), "--from '25:00' is not a time of day"),
         (("sat", "9", "24:00", "UTC"), "--from '9' is not a time of day"),
         (("sat", "00:00", "18:60", "UTC"), "--to '18:60' is not a time of day"),
+        # Only whole day names or their abbreviations: the first three letters are not enough.
+        (("saturnalia", "00:00", "24:00", "UTC"), "--days 'saturnalia' is not a list of weekdays"),
+        (("sun,mond", "00:00", "24:00", "UTC"), "--days 'sun,mond' is not a list of weekdays"),
+        # A zone is a place: not the server's own zone, whatever that is, nor tzdata's "Factory".
+        (("sat", "00:00", "24:00", "localtime"), "--tz 'localtime' is not a time zone"),
+        (("sat", "00:00", "24:00", "Factory"), "--tz 'Factory' is not a time zone"),
+        (("sat", "00:00", "24:00", "../etc/passwd"), "--tz '../etc/passwd' is not a time zone"),
+        # ASCII digits only (int() would read these).
+        (("sat", "\u0661\u0660:00", "24:00", "UTC"), "--from '\u0661\u0660:00' is not a time of day"),
+        # From a time to the same time is no window (it used to mean 24 hours).
+        (("sat", "10:00", "10:00", "UTC"),
+         "--from and --to are both 10:00: the window would be empty"),
+        # A value with a newline is shown on one line.
+        (("sat\nsun", "00:00", "24:00", "UTC"), "--days 'sat\\nsun' is not a list of weekdays"),
     ],
-    ids=["no-days", "unknown-day", "unknown-zone", "hour-25", "no-minutes", "minute-60"],
+    ids=["no-days", "unknown-day", "unknown-zone", "hour-25", "no-minutes", "minute-60",
+         "saturnalia", "partial-name", "localtime", "factory", "a-path", "arabic-digits",
+         "same-time", "newline"],
 )  # fmt: skip
 def test_a_window_that_cannot_be_parsed_says_what_to_write(
     args: tuple[str, str, str, str], message: str
 ) -> None:
     with pytest.raises(ConfigurationError) as refused:
         freezes.parse_window(*args)
-    assert (str(refused.value), refused.value.hint) == (message, HINTS[message.split()[0]])
+    flag = "--from and --to" if message.startswith("--from and --to") else message.split()[0]
+    assert (str(refused.value), refused.value.hint) == (message, HINTS[flag])
+    assert "\n" not in str(refused.value)
 
 
 # -- inside or outside, and until when -------------------------------------------------------

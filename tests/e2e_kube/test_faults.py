@@ -184,7 +184,9 @@ def test_an_unreachable_api_holds_the_deployment_with_delivery_until_it_is_back(
 
     # A reconciler started meanwhile knows nothing of the server yet (no discovery cached).
     nebula.ctx.clusters.close()
-    nebula.ctx.clusters = Clusters(nebula.ctx.settings, nebula.ctx.db, nebula.ctx.clock)
+    nebula.ctx.clusters = Clusters(
+        nebula.ctx.settings, nebula.ctx.db, nebula.ctx.clock, nebula.ctx.vault
+    )
     for _ in range(3):
         nebula.tick()
     held = nebula.units()[("staging", "web")]["deployment"]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 REASONS = {
     400: "BadRequest",
+    401: "Unauthorized",
     403: "Forbidden",
     404: "NotFound",
     409: "Conflict",

@@ -93,11 +93,16 @@ def test_watches_stream_through_the_proxy(
 ) -> None:
     seen: list[tuple[str, str]] = []
 
+    # Watched from a listed resourceVersion: both creations come after it, so the watch sees
+    # them however late its thread starts (without one, a slow start can miss the first).
+    listed = core.list_namespaced_config_map(kube_namespace).metadata.resource_version
+
     def follow() -> None:
         stream = watch.Watch().stream(
             # Generous: on a loaded 2-core machine the API server can take seconds to answer.
             core.list_namespaced_config_map,
             kube_namespace,
+            resource_version=listed,
             timeout_seconds=60,
         )
         for event in stream:

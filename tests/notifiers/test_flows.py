@@ -15,6 +15,7 @@ from reconciler import reconciling
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
 from reconciler.requests import deciding
+from reconciler.runtimes import tampering
 from reconciler.runtimes.registry import Clusters
 from tests.notifiers.flows import Flow, eventually, image, nebula_toml
 from tests.plugins.slack import (
@@ -46,7 +47,7 @@ def with_faults(flow: Flow, tmp_path: Path, failing: dict[str, str]) -> None:
     )
     ctx = flow.ctx
     ctx.settings = ctx.settings.with_(simulated_faults=str(path))
-    ctx.clusters = Clusters(ctx.settings, ctx.db, ctx.clock)
+    ctx.clusters = Clusters(ctx.settings, ctx.db, ctx.clock, ctx.vault)
 
 
 def test_a_slack_outage_holds_back_no_deployment_and_every_message_goes_out_once_after(
@@ -298,14 +299,14 @@ def test_a_drift_episode_is_announced_once_and_the_next_episode_again(
     cluster = flow.ctx.clusters.simulated()
     db = "StatefulSet/db"
     for replicas in (0, 2):  # one episode, growing: one notice
-        cluster.edit("shop-staging", db, "spec.replicas", replicas)
+        tampering.edit(cluster, "shop-staging", db, "spec.replicas", replicas)
         flow.clock.advance(minutes=3)
         flow.reconcile()
         flow.deliver()
-    cluster.edit("shop-staging", db, "spec.replicas", 1)  # cleared ...
+    tampering.edit(cluster, "shop-staging", db, "spec.replicas", 1)  # cleared ...
     flow.clock.advance(minutes=3)
     flow.reconcile()
-    cluster.delete("shop-staging", "Service/db")  # ... and a second episode
+    tampering.delete(cluster, "shop-staging", "Service/db")  # ... and a second episode
     flow.clock.advance(minutes=3)
     flow.reconcile()
     flow.deliver()

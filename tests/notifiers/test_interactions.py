@@ -227,10 +227,25 @@ def test_a_button_without_an_approval_id_changes_nothing(
     assert snapshot(flow) == before
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "\u0661", "\uff11"])
+def test_a_button_value_of_other_digits_names_no_approval(
+    flow: Flow, pending: int, web: httpx.Client, slack_server: SlackServer, value: str
+) -> None:
+    """``'²'.isdigit()`` is true (and ``int('²')`` fails: it was a 500), ``int('\\u0661')`` is 1
+    (another approval): ids are ASCII digits only."""
+    before = snapshot(flow)
+    assert flow.click(web, "U1", APPROVE, value).status_code == 200
+    (reply,) = ephemeral_replies(slack_server)
+    assert reply["text"] == f"This button does not name an approval ({value!r})."
+    assert snapshot(flow) == before
+
+
 # -- requests that are not Slack's: 401 before anything is read ----------------------------
 
 
-@pytest.mark.parametrize("case", ["forged", "tampered", "stale", "future", "unsigned"])
+@pytest.mark.parametrize(
+    "case", ["forged", "tampered", "stale", "future", "unsigned", "superscript-timestamp"]
+)
 def test_a_request_not_signed_by_slack_gets_401_and_changes_nothing(
     flow: Flow, pending: int, web: httpx.Client, slack_server: SlackServer, case: str
 ) -> None:
@@ -247,6 +262,9 @@ def test_a_request_not_signed_by_slack_gets_401_and_changes_nothing(
         headers = signed_headers(body, now - 301)
     elif case == "future":
         headers = signed_headers(body, now + 301)
+    elif case == "superscript-timestamp":  # passes str.isdigit(); int() used to fail: a 500
+        headers = {**signed_headers(body, now), "X-Slack-Request-Timestamp": "\u00b2"}
+        headers = {k: v.encode("latin-1") for k, v in headers.items()}
     else:
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
     before = snapshot(flow)

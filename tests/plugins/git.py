@@ -50,7 +50,14 @@ class Author(NamedTuple):
 
 DEFAULT_AUTHOR = Author("Ada Lovelace", "ada@example.com")
 
-Files = Mapping[str, str | bytes | None]  # path -> content; None removes the file
+
+class Link(NamedTuple):
+    """A symbolic link in a commit (its blob is the target path)."""
+
+    target: str
+
+
+Files = Mapping[str, "str | bytes | Link | None"]  # path -> content; None removes the file
 
 
 class GitRepo:
@@ -140,7 +147,7 @@ class GitRepo:
         when: datetime | None,
         parents: list[str],
     ) -> str:
-        merged = dict(current)
+        merged: dict[str, bytes | Link] = dict(current)
         for path, content in changes.items():
             if content is None:
                 merged.pop(path, None)
@@ -158,13 +165,15 @@ class GitRepo:
         return str(oid)
 
 
-def _write_tree(repo: pygit2.Repository, files: Mapping[str, bytes]) -> pygit2.Oid:
+def _write_tree(repo: pygit2.Repository, files: Mapping[str, bytes | Link]) -> pygit2.Oid:
     builder = repo.TreeBuilder()
-    subdirs: dict[str, dict[str, bytes]] = {}
+    subdirs: dict[str, dict[str, bytes | Link]] = {}
     for path, data in files.items():
         head, sep, rest = path.strip("/").partition("/")
         if sep:
             subdirs.setdefault(head, {})[rest] = data
+        elif isinstance(data, Link):
+            builder.insert(head, repo.create_blob(data.target.encode()), FileMode.LINK)
         else:
             builder.insert(head, repo.create_blob(data), FileMode.BLOB)
     for name, sub in subdirs.items():

@@ -139,7 +139,7 @@ def test_rollbacks_skip_approval(live: Nebula) -> None:
     live.ok("member add mo --role member")
     waiting = live.ok("rollback shop api --env production --as mo --json").json
     assert waiting["deployment"]["state"] == "awaiting-approval"
-    live.ok(f"cancel {waiting['deployment']['id']}")
+    live.ok(f"cancel {waiting['deployment']['id']} --as mo")  # who asked for it may
     live.ok("policy set rollbacks_skip_approval true")
     out = live.ok("rollback shop api --env production --as mo --json").json
     assert out["approval"]["rule"] == "rollbacks-skip-approval"
@@ -333,7 +333,7 @@ def test_cancel_ends_a_deployment_and_its_approval(live: Nebula) -> None:
     assert cancelled["deployment"]["message"] == "Cancelled by ada"
     approval = next(a for a in live.approvals() if a["id"] == out["approval"]["id"])
     assert approval["state"] == "cancelled"
-    again = live.cli(f"cancel {out['deployment']['id']}")
+    again = live.cli(f"cancel {out['deployment']['id']} --as ada")
     assert (again.code, again.err) == (
         1,
         f"error: Deployment {out['deployment']['id']} has already ended (cancelled)\n",

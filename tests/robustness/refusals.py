@@ -43,6 +43,10 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "role": ROLE,
     "self-approval": SELF_APPROVAL,
     "already-decided": ALREADY_DECIDED,
+    "cancel-forbidden": re.compile(
+        r"Deployment \d+ is in a protected environment: only an admin or owner, or the person "
+        r"who asked for it, can cancel it; (\S+) is a member\.\nhint: .+"
+    ),
     "cancel-ended": re.compile(rf"Deployment \d+ has already ended \(({_FINALS})\)"),
     "cancel-taking-traffic": re.compile(
         r"Deployment \d+ is (activating|draining): it is taking over traffic and cannot be "

@@ -283,7 +283,11 @@ class NebulaMachine(RuleBasedStateMachine):
             return
         result = self.cli(f"cancel {deployment.id} --as {who}")
         state = DeploymentState(deployment.state)
-        if state.is_final:
+        with self.nebula.ctx.db.reading() as session:
+            protected = session.get(schema.Environment, deployment.environment_id).protected
+        if protected and ROLES[who] == "member" and deployment.requested_by != who:
+            self.refused_with(result, "cancel-forbidden")
+        elif state.is_final:
             self.refused_with(result, "cancel-ended")
         elif state.is_taking_traffic:
             self.refused_with(result, "cancel-taking-traffic")

@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
 from reconciler.clock import FakeClock, SystemClock
 from reconciler.runtimes import kubernetes
 from reconciler.runtimes.kubernetes import KubernetesCluster, Timeouts
 from reconciler.runtimes.simulated import SimulatedCluster
+from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
@@ -33,7 +35,9 @@ def project() -> str:
 def simulated_harness(tmp_path: Path, project: str) -> Iterator[SimulatedHarness]:
     db = Database(f"sqlite:///{tmp_path / 'nebula.db'}")
     clock = FakeClock()
-    yield SimulatedHarness(SimulatedCluster(db, clock, SIMULATED_DELAY, {}), clock, project)
+    vault = Vault(Fernet.generate_key())
+    cluster = SimulatedCluster(db, clock, SIMULATED_DELAY, {}, vault)
+    yield SimulatedHarness(cluster, clock, project)
     db.engine.dispose()
 
 

@@ -22,6 +22,7 @@ from kubernetes import client
 
 from reconciler.clock import FakeClock
 from reconciler.core.states import Blocker
+from reconciler.runtimes import tampering
 from reconciler.runtimes.cluster import Cluster, ReleaseObjects
 from reconciler.runtimes.kubernetes import KubernetesCluster
 from reconciler.runtimes.simulated import SimulatedCluster
@@ -118,10 +119,10 @@ class SimulatedHarness:
         return {str(m["metadata"]["name"]) for m in found if m.get("kind") == kind}
 
     def edit(self, objects: ReleaseObjects, ref: str, path: str, value: Any) -> None:
-        self.cluster.edit(objects.namespace, ref, path, value)
+        tampering.edit(self.cluster, objects.namespace, ref, path, value)
 
     def delete(self, objects: ReleaseObjects, ref: str) -> None:
-        self.cluster.delete(objects.namespace, ref)
+        tampering.delete(self.cluster, objects.namespace, ref)
 
 
 class KubernetesHarness:

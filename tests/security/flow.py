@@ -49,9 +49,9 @@ from tests.security.served import serve_phase
 from tests.security.world import Operator, recording_logs
 from tests.web.world import AppServer
 
-# Tables whose job is to hold secret values: the encrypted secrets, and the simulated
-# cluster's objects (its Kubernetes Secrets carry the values, as a real cluster's do).
-SECRET_HOLDING_TABLES = {"secrets", "simulated_objects"}
+# Tables whose job is to hold secret values (encrypted). The simulated cluster's objects are
+# dumped with the rest: its Secrets keep their values encrypted too.
+SECRET_HOLDING_TABLES = {"secrets"}
 
 
 # -- the in-process phase ----------------------------------------------------------------
@@ -358,6 +358,16 @@ def dump_store(settings: Settings) -> tuple[list[tuple[str, str]], list[dict[str
         ctx.db.dispose()
 
 
+def raw_store(state: Path, moment: str) -> list[tuple[str, bytes]]:
+    """The store's files byte for byte (``nebula.db`` and, while it is open, its write-ahead
+    log and its index), as someone who copied the directory would have them."""
+    return [
+        (f"{path.name} @ {moment}", path.read_bytes())
+        for path in sorted(state.glob("nebula.db*"))
+        if path.is_file()
+    ]
+
+
 def run(tmp: Path) -> Recorded:
     inst = Installation(tmp)
     record = Recorded(inst.canaries, inst.outputs)
@@ -378,6 +388,7 @@ def run(tmp: Path) -> Recorded:
                     record.pages = flow.pages
                     record.api_documents = flow.documents
                     record.projects = dict(flow.projects)
+                    record.raw_files += raw_store(inst.state, "the end of the in-process phase")
             finally:
                 common.reset()
                 ctx.db.dispose()
@@ -389,6 +400,7 @@ def run(tmp: Path) -> Recorded:
         for call in inst.slack.calls:
             inst.outputs.add("slack", f"Slack {call.method}", repr(call.args))
         record.slack_calls = len(inst.slack.calls)
+        record.raw_files += raw_store(inst.state, "the end")
         record.store_dump, record.api_token_rows = dump_store(inst.settings())
         for where, text in record.store_dump:
             inst.outputs.add("store", where, text)

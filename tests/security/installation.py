@@ -51,6 +51,7 @@ class Recorded:
     canaries: Canaries
     outputs: Outputs
     store_dump: list[tuple[str, str]] = field(default_factory=list)  # (table.column#id, text)
+    raw_files: list[tuple[str, bytes]] = field(default_factory=list)  # (file @ moment, bytes)
     api_token_rows: list[dict[str, Any]] = field(default_factory=list)
     tokens: dict[str, str] = field(default_factory=dict)
     slack_calls: int = 0

@@ -71,11 +71,12 @@ def test_slack_requests_never_carry_a_secret(recorded: Recorded) -> None:
 
 def test_the_store_holds_secrets_only_encrypted(recorded: Recorded) -> None:
     """Events, change set lines, deployments, approvals, projects (repository URLs with a
-    password in them included), outbox, api_tokens...: every column of every table but the
-    encrypted secrets and the simulated cluster's own objects (which, like a real cluster's
-    Secrets, hold the values)."""
+    password in them included), outbox, api_tokens, the simulated cluster's objects (its
+    Secrets' values are encrypted)...: every column of every table but the encrypted
+    secrets."""
     tables = {where.split(".")[0] for where, _ in recorded.store_dump}
     assert {"events", "changeset_lines", "deployments", "approvals", "outbox"} <= tables
+    assert "simulated_objects" in tables
     store = recorded.outputs.of("store")
     urls = [s.text for s in store if s.where.startswith("projects.repo_url#")]
     assert any("***@" in url for url in urls), urls  # the URL with a password is there, masked
@@ -89,3 +90,19 @@ def test_rendered_manifests_show_placeholders_not_secrets(recorded: Recorded) ->
     assert secrets and all(
         "<secret STRIPE_KEY" in s.text or "<generated" in s.text for s in secrets
     )
+
+
+def test_the_raw_database_files_hold_no_secret(recorded: Recorded) -> None:
+    """The files themselves, as a copy of the state directory (or a backup) holds them:
+    nebula.db, and its write-ahead log while the store is open, which keeps old versions of
+    pages. Every secret is encrypted at rest (the simulated cluster's Secret values too), so
+    no canary appears, in the clear or in base64."""
+    names = {where.split(" @ ")[0] for where, _ in recorded.raw_files}
+    assert {"nebula.db", "nebula.db-wal"} <= names, names
+    assert any(len(data) > 0 for where, data in recorded.raw_files if "-wal" in where)
+    found = []
+    for where, data in recorded.raw_files:
+        for name, needle in recorded.canaries.needles().items():
+            if needle.encode() in data:
+                found.append(f"{name} in {where}")
+    assert not found, "\n".join(found)

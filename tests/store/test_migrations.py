@@ -83,9 +83,9 @@ def test_opening_the_store_twice_migrates_once_and_keeps_rows(url: str) -> None:
 
 
 def test_an_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
-    from reconciler.errors import TransientError
+    from reconciler.errors import StoreUnreachableError
 
-    with pytest.raises(TransientError) as caught:
+    with pytest.raises(StoreUnreachableError) as caught:
         Database("postgresql+psycopg://nebula:hunter2@127.0.0.1:9/nebula")
     assert "the database cannot be reached" in caught.value.message
     assert "hunter2" not in caught.value.message

@@ -40,12 +40,13 @@ def test_healthz_is_503_when_the_database_cannot_be_reached(tmp_path: Path) -> N
     url = "postgresql+psycopg://nebula:hunter2-pw@127.0.0.1:1/nebula?connect_timeout=1"
     db, clock = Database(url, migrate=False), FakeClock()
     settings = Settings(database_url=url, state_dir=tmp_path)
+    vault = Vault(Fernet.generate_key())
     ctx = Context(
         db=db,
         clock=clock,
         settings=settings,
-        vault=Vault(Fernet.generate_key()),
-        clusters=Clusters(settings, db, clock),
+        vault=vault,
+        clusters=Clusters(settings, db, clock, vault),
     )
     with ThreadedServer(ctx) as server:
         health = httpx.get(f"{server.url}/healthz", timeout=10)

@@ -11,12 +11,19 @@ pod: an HTTP answer of any status below 500, or the API server's report that the
 something that is not HTTP. A refused or unroutable dial, or a Service without a ready
 endpoint, fails it.
 
+An answer from the API server itself is not the application's: a ``kind: Status`` failure
+with a 4xx code (401: Nebula's credentials, 403: no ``get`` on ``services/proxy``, 404: no
+such Service) means the readiness path was never reached. It fails the check (the deployment
+keeps qualifying, saying what is missing, and fails with ``readiness`` at the timeout)
+instead of passing as "below 500".
+
 ``Prober`` is the seam tests (and unusual networks) use to substitute their own check.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 from typing import Protocol
 from urllib.parse import quote
@@ -72,6 +79,9 @@ class ServiceProxyProber:
             raise  # the API itself is down: a `delivery` problem, not the release's
         except TransientError as exc:  # the pod kept the proxy waiting: not ready
             return ProbeResult(False, f"{where}: {exc}")
+        refused = _api_server_refusal(answer.status, answer.body, objects.namespace, service)
+        if refused is not None:
+            return ProbeResult(False, f"{where}: {refused}")
         if answer.status < 500:
             shown = path if objects.probe is ProbeKind.HTTP else "a TCP connect"
             return ProbeResult(True, f"{where}: {shown} answered {answer.status}")
@@ -85,6 +95,42 @@ class ServiceProxyProber:
         if objects.probe is ProbeKind.TCP:
             return ProbeResult(False, f"{where}: TCP connect failed: {answer.status} {said}")
         return ProbeResult(False, f"GET {where}{path} answered {answer.status}: {said}")
+
+
+def _api_server_refusal(status: int, body: bytes, namespace: str, service: str) -> str | None:
+    """What the API server itself answered instead of proxying (a 4xx ``Status``), in words
+    that say what is missing; None for an answer that came from the application."""
+    if not 400 <= status < 500:
+        return None
+    try:
+        found = json.loads(body)
+    except ValueError:
+        return None
+    if not (
+        isinstance(found, dict)
+        and found.get("kind") == "Status"
+        and found.get("apiVersion") == "v1"
+        and found.get("status") == "Failure"
+        and found.get("code") == status
+    ):
+        return None
+    said = f"{status} {found.get('reason') or ''}: {' '.join(str(found.get('message')).split())}"
+    said = said[:300]
+    if status == 401:
+        need = "Nebula's credentials (its kubeconfig or service account token) are not accepted"
+    elif status == 403:
+        need = (
+            f"Nebula needs get on services/proxy in {namespace} "
+            "(deploy/kubernetes/rbac.yaml grants it)"
+        )
+    elif status == 404:
+        need = f"the release's Service {service} is missing in {namespace}"
+    else:
+        need = "the probe did not reach the application"
+    return (
+        f"the API server answered the probe itself ({said}); {need}; "
+        "the readiness path was not reached"
+    )
 
 
 class InClusterProber:

@@ -1,0 +1,103 @@
+"""Registering a project refuses what git or the repository would refuse later: a branch name
+git does not allow (``git check-ref-format --branch``, no leading ``-``), a path that is not a
+file inside the repository. Each refusal is one line naming the value, and a hint."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugins.nebula import Nebula
+
+BRANCH_HINT = "hint: give a branch name as git allows it, e.g. main or release/2.0\n"
+PATH_HINT = (
+    "hint: give a path relative to the repository's root, e.g. nebula.toml or deploy/nebula.toml\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("branch", "why"),
+    [
+        ("../../x", "it holds '..'"),
+        ("*", "it holds '*'"),
+        ("--upload-pack=touch /tmp/pwned", "it starts with '-'"),
+        ("-x", "it starts with '-'"),
+        ("main branch", "it holds ' '"),
+        ("feature/", "it starts or ends with '/', or has an empty part between two '/'"),
+        ("a//b", "it starts or ends with '/', or has an empty part between two '/'"),
+        ("v1.", "it ends with '.'"),
+        ("x.lock", "its part 'x.lock' ends with '.lock'"),
+        ("team/.hidden", "its part '.hidden' starts with '.'"),
+        ("a@{1}", "it holds '@{'"),
+        ("@", "'@' is not a branch name git allows"),
+        ("HEAD", "'HEAD' is not a branch name git allows"),
+        ("what?", "it holds '?'"),
+        ("a:b", "it holds ':'"),
+        ("a\\b", "it holds '\\\\'"),
+        ("main\n", "it holds a control character"),
+        ("", "it is empty"),
+    ],
+)
+def test_a_branch_git_would_refuse_is_refused_at_registration(
+    nebula: Nebula, branch: str, why: str
+) -> None:
+    result = nebula.cli("project", "add", "shop", "--repo", "/srv/shop", f"--branch={branch}")
+    assert (result.code, result.out) == (1, "")
+    assert result.err == f"error: {branch!r} cannot be the tracked branch: {why}\n{BRANCH_HINT}"
+    assert nebula.json("project list")["projects"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("../../etc/passwd", "it leaves the repository ('..')"),
+        ("deploy/../../x.toml", "it leaves the repository ('..')"),
+        ("/etc/passwd", "it is absolute (it must be relative to the repository's root)"),
+        ("deploy\\nebula.toml", "it holds '\\\\' (paths in git are written with '/')"),
+        ("deploy/", "it names a directory, not a file"),
+        (".git/config", "it points into .git"),
+        ("nebula.toml\n", "it holds a control character"),
+        ("  ", "it is empty"),
+    ],
+)
+def test_a_path_outside_the_repository_is_refused_at_registration(
+    nebula: Nebula, path: str, why: str
+) -> None:
+    result = nebula.cli("project", "add", "shop", "--repo", "/srv/shop", "--path", path)
+    assert (result.code, result.out) == (1, "")
+    assert result.err == f"error: {path!r} cannot be the path of nebula.toml: {why}\n{PATH_HINT}"
+
+
+@pytest.mark.parametrize(
+    ("branch", "path", "stored_path"),
+    [
+        ("main", "nebula.toml", "nebula.toml"),
+        ("release/2.0", "deploy/nebula.toml", "deploy/nebula.toml"),
+        ("feature/JIRA-12_x", "./deploy//prod.toml", "deploy/prod.toml"),
+        ("v1.2.3", "a b/nebula.toml", "a b/nebula.toml"),
+    ],
+)
+def test_names_git_allows_are_taken(
+    nebula: Nebula, branch: str, path: str, stored_path: str
+) -> None:
+    nebula.ok("project", "add", "shop", "--repo", "/srv/shop", "--branch", branch, "--path", path)
+    (project,) = nebula.json("project list")["projects"]
+    assert (project["branch"], project["path"]) == (branch, stored_path)
+
+
+def test_project_set_checks_the_branch_and_the_path_the_same_way(nebula: Nebula) -> None:
+    nebula.ok("project add shop --repo /srv/shop")
+    refused = nebula.cli("project", "set", "shop", "branch", "--", "--upload-pack=x")
+    assert refused.err == (
+        "error: '--upload-pack=x' cannot be the tracked branch: it starts with '-'\n" + BRANCH_HINT
+    )
+    refused = nebula.cli("project", "set", "shop", "path", "/etc/passwd")
+    assert refused.err.startswith("error: '/etc/passwd' cannot be the path of nebula.toml")
+    (project,) = nebula.json("project list")["projects"]
+    assert (project["branch"], project["path"]) == ("main", "nebula.toml")
+
+
+def test_a_slug_with_a_newline_is_refused_on_one_line(nebula: Nebula) -> None:
+    result = nebula.cli("project", "add", "shop\n", "--repo", "/srv/shop")
+    assert result.code == 1
+    assert result.err.splitlines()[0] == "error: 'shop\\n' is not a valid project slug"
+    assert len(result.err.splitlines()) == 2  # the error and its hint

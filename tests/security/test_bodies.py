@@ -1,0 +1,167 @@
+"""Request bodies are bounded before anything reads them (behaviour.md, "Limits (1.1)").
+
+Every POST route has a limit (``web.admission.LIMITS``): a body announced larger is answered
+413 at once, a chunked one is answered 413 the moment it passes the limit (it used to be read
+whole: a 1.5 GB push notification took a server from 0.5 to 3 GB before its 413). The API's
+writes check the token first: without one the answer is 401 and the body is never read (it
+was parsed first: 800 MB with no token was 1.55 GB, then a 422). Measured on raw sockets, as
+an attacker would send them, and on a ``nebula serve`` process's peak memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reconciler.admin import members
+from reconciler.numbers import MIB
+from reconciler.web.admission import DEFAULT, LIMITS, limit_for
+from reconciler.web.app import create_app
+from tests.plugins.git import GitRepo
+from tests.plugins.nebula import nebula_with
+from tests.security import uploads
+from tests.security.world import app_routes
+from tests.web.world import AppServer, ServeProcess, prepare_serve
+
+# Every POST route the app serves, with a path that reaches it.
+POSTS = {
+    "/hooks/git/{project}": "/hooks/git/shop",
+    "/slack/interactions": "/slack/interactions",
+    "/api/v1/approvals/{approval_id}/approve": "/api/v1/approvals/1/approve",
+    "/api/v1/approvals/{approval_id}/reject": "/api/v1/approvals/1/reject",
+    "/api/v1/projects/{slug}/services/{service}/rollback": "/api/v1/projects/shop/services/api/rollback",
+    "/api/v1/projects/{slug}/services/{service}/promote": "/api/v1/projects/shop/services/api/promote",
+    "/api/v1/projects/{slug}/services/{service}/redeploy": "/api/v1/projects/shop/services/api/redeploy",
+    "/api/v1/deployments/{deployment_id}/cancel": "/api/v1/deployments/1/cancel",
+}
+# The writes anyone may send without a token: each checks its own signature on the body.
+UNAUTHENTICATED = {"/hooks/git/{project}", "/slack/interactions"}
+GOT_AWAY = 8 * MIB  # what sockets and buffers hold on the way once the server has answered
+
+
+class Server:
+    def __init__(self, port: int, token: str) -> None:
+        self.port = port
+        self.token = token
+
+    def headers(self, route: str) -> dict[str, str]:
+        """A valid token for an API write (so that only the size can refuse it)."""
+        if route in UNAUTHENTICATED:
+            return {"Content-Type": "application/json"}
+        return {"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp: Path = tmp_path_factory.mktemp("bodies")
+    for nebula in nebula_with(tmp, slack_signing_secret="signing-secret-for-bodies"):
+        nebula.ok("project add shop --repo /srv/shop")
+        with nebula.ctx.db.transaction() as session:
+            members.add(session, nebula.clock, "alice", "admin")
+            token = members.create_token(session, nebula.clock, "alice")
+        with AppServer(create_app(nebula.ctx)) as app:
+            yield Server(app.port, token)
+
+
+def test_the_table_holds_every_post_route_of_the_app(tmp_path: Path) -> None:
+    for nebula in nebula_with(tmp_path):
+        routes = app_routes(create_app(nebula.ctx))
+        assert {path for path, methods in routes if "POST" in methods} == set(POSTS)
+        writes = {path for path, methods in routes if methods - {"GET", "HEAD"}}
+        assert writes == set(POSTS), "no route takes PUT, PATCH or DELETE"
+
+
+def test_the_limits_are_documented_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "25 MiB" in readme and "1 MiB" in readme and "64 KiB" in readme
+    assert [limit.size for limit in LIMITS] == [25 * MIB, 1 * MIB, 64 * 1024]
+    assert DEFAULT.size == 64 * 1024
+
+
+@pytest.mark.parametrize("route", list(POSTS))
+def test_a_body_announced_over_the_limit_is_refused_before_it_is_sent(
+    server: Server, route: str
+) -> None:
+    path = POSTS[route]
+    limit = limit_for(path).size
+    answer = uploads.announced(server.port, path, limit + 1, server.headers(route))
+    assert answer.status == 413, answer.head
+    assert b"connection: close" in answer.head.lower()
+    within = uploads.announced(server.port, path, limit, server.headers(route), timeout=1)
+    assert within.status == 0, "a body within the limit is waited for (it was not sent)"
+
+
+@pytest.mark.parametrize("route", list(POSTS))
+def test_a_chunked_body_is_refused_the_moment_it_passes_the_limit(
+    server: Server, route: str
+) -> None:
+    path = POSTS[route]
+    limit = limit_for(path).size
+    answer = uploads.chunked(server.port, path, limit + 64 * MIB, server.headers(route))
+    assert answer.status == 413, answer.head
+    assert limit < answer.sent + uploads.CHUNK <= limit + GOT_AWAY, answer.sent
+
+
+@pytest.mark.parametrize("route", sorted(set(POSTS) - UNAUTHENTICATED))
+@pytest.mark.parametrize("token", [None, "nbl_0badc0de_" + "x" * 32, "Basic Zm9vOmJhcg=="])
+def test_an_api_write_without_a_valid_token_is_refused_before_its_body_is_read(
+    server: Server, route: str, token: str | None
+) -> None:
+    path = POSTS[route]
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = token if token.startswith("Basic") else f"Bearer {token}"
+    announced = uploads.announced(server.port, path, 800 * MIB, headers)
+    assert announced.status == 401, announced.head
+    assert b"www-authenticate: bearer" in announced.head.lower()
+    streamed = uploads.chunked(server.port, path, 800 * MIB, headers)
+    assert streamed.status == 401, streamed.head
+    assert streamed.sent <= GOT_AWAY
+
+
+def test_only_the_signed_hooks_take_writes_without_a_token(server: Server) -> None:
+    """The unauthenticated writes: the push notification (signed with the project's webhook
+    secret, when it has one) and Slack's interactions (signed with the signing secret); every
+    other write answers 401 without a token, whatever its body."""
+    for route, path in POSTS.items():
+        answer = uploads.announced(server.port, path, 0, {"Content-Type": "application/json"})
+        if route in UNAUTHENTICATED:
+            assert answer.status != 401 or route == "/slack/interactions", (route, answer.head)
+        else:
+            assert answer.status == 401, (route, answer.head)
+    # Slack's without its signature: 401 from the signature check, not from a token.
+    unsigned = uploads.announced(server.port, "/slack/interactions", 0)
+    assert unsigned.status == 401
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, str]]:
+    tmp: Path = tmp_path_factory.mktemp("bodies-served")
+    process, token = prepare_serve(tmp, GitRepo(tmp / "repo", bare=False), interval=3600)
+    process.start()
+    yield process, token
+    process.kill()
+
+
+def test_a_serving_process_holds_no_more_than_a_limit_however_much_is_sent(
+    served: tuple[ServeProcess, str],
+) -> None:
+    process, token = served
+    assert process.process is not None
+    pid = process.process.pid
+    before = uploads.peak_rss(pid)
+    bearer = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    for path, headers in [
+        ("/hooks/git/shop", {}),
+        ("/slack/interactions", {}),
+        ("/api/v1/deployments/1/cancel", bearer),
+        ("/api/v1/deployments/1/cancel", {}),  # no token: nothing read at all
+    ]:
+        for _ in range(2):
+            answer = uploads.chunked(process.port, path, 256 * MIB, headers)
+            assert answer.status in (401, 413), answer.head
+    grown = uploads.peak_rss(pid) - before
+    # The largest limit is 25 MiB; about twice that covers the buffers on the way.
+    assert grown < 64 * MIB, f"the peak grew by {grown / MIB:.0f} MiB"
