@@ -1,7 +1,8 @@
 """From a stored release to what a runtime applies: render its manifests with real secrets.
 
 The renderers are pure and cached by content; this is the one place that feeds them values
-from the store (server-side secrets, the database password generated once per environment).
+from the store (server-side secrets, the database password generated once per environment),
+as a batch read them (``batching.Claimed``; secrets decrypted once per environment).
 """
 
 from __future__ import annotations
@@ -9,19 +10,18 @@ from __future__ import annotations
 import copy
 import secrets as random
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from reconciler.admin import secrets
+from reconciler.admin.secrets import Secrets
 from reconciler.context import Context
-from reconciler.core.states import DeploymentState, StageMarker
-from reconciler.engine import releases
+from reconciler.engine.batching import Claimed
 from reconciler.engine.stages import Facts
 from reconciler.model.specs import DatabaseSpec, ProcessType
 from reconciler.runtimes.cluster import ProbeKind, ReleaseObjects
-from reconciler.store import schema
 from renderers import naming, rendering
 from renderers.capabilities import Capabilities
 from renderers.manifests import Manifest
@@ -34,66 +34,67 @@ def _bodies(manifests: tuple[Manifest, ...]) -> tuple[dict[str, Any], ...]:
     return tuple(copy.deepcopy(dict(m.body)) for m in manifests)
 
 
-def database_password(
-    session: Session, ctx: Context, project_id: int, environment: str, name: str
-) -> str:
-    """Generated once per environment, stored encrypted, never changed across releases."""
-    key = secrets.DATABASE_PASSWORD.format(name=name)
-    stored = secrets.values(session, ctx.vault, project_id, environment)
-    if key not in stored:
-        stored[key] = random.token_urlsafe(24)
-        secrets.put(session, ctx.clock, ctx.vault, project_id, environment, key, stored[key])
-    return stored[key]
+def passwords(session: Session, ctx: Context, batch: list[Claimed], stored: Secrets) -> None:
+    """The database password of each database in ``batch``: generated once per environment,
+    stored encrypted (in ``stored`` too), never changed across releases."""
+    for claimed in batch:
+        unit = claimed.frozen.unit
+        if not isinstance(unit, DatabaseSpec):
+            continue
+        values = stored.setdefault((claimed.project_id, claimed.environment), {})
+        key = secrets.DATABASE_PASSWORD.format(name=unit.name)
+        if key not in values:
+            values[key] = random.token_urlsafe(24)
+            where = (claimed.project_id, claimed.environment)
+            secrets.put(session, ctx.clock, ctx.vault, *where, key, values[key])
 
 
 def facts(
-    session: Session, ctx: Context, d: schema.Deployment, capabilities: Capabilities
+    claimed: Claimed,
+    stored: dict[str, str],
+    capabilities: Capabilities,
+    now: datetime,
 ) -> Facts:
-    """Everything a stage needs. ``capabilities`` are read from the cluster beforehand, with no
-    transaction open: discovery is a network call."""
-    env = d.environment
-    project = env.project
-    scope = Scope(project.slug, env.name)
+    """Everything a stage needs, from what the batch read (``stored``: the environment's
+    decrypted secrets). ``capabilities`` are read from the cluster beforehand, with no
+    transaction open: discovery is a network call. Raises ``ConfigurationError`` when a
+    secret the release reads is missing."""
+    scope = Scope(claimed.project, claimed.environment)
     render = rendering.renderer(capabilities)
-    frozen = releases.frozen(d.release)
-    active = d.unit.active_release
+    config = claimed.frozen
     base = ReleaseObjects(
-        project=project.slug,
-        environment=env.name,
+        project=claimed.project,
+        environment=claimed.environment,
         namespace=scope.namespace,
-        unit=d.unit.name,
-        release=d.release.name,
-        image=d.release.image,
+        unit=claimed.unit,
+        release=claimed.release,
+        image=claimed.image,
     )
-    stored = {
-        k: v
-        for k, v in secrets.values(session, ctx.vault, project.id, env.name).items()
-        if not k.startswith("nebula.")
-    }
-    values = SecretValues.of(stored, f"{project.slug}/{env.name}")
-    shared = _bodies(render.environment(EnvironmentUnit(scope, tuple(sorted(stored))), values))
-    spec = frozen.unit
+    own = {k: v for k, v in stored.items() if not k.startswith("nebula.")}
+    values = SecretValues.of(own, f"{claimed.project}/{claimed.environment}")
+    shared = _bodies(render.environment(EnvironmentUnit(scope, tuple(sorted(own))), values))
+    spec = config.unit
     if isinstance(spec, DatabaseSpec):
-        password = database_password(session, ctx, project.id, env.name, spec.name)
+        password = stored[secrets.DATABASE_PASSWORD.format(name=spec.name)]
         objects = _database(render, scope, spec, base, shared, Sensitive(password))
         downtime, stabilization = False, 0
     else:
-        for name in sorted(frozen.secret_names):
+        for name in sorted(config.secret_names):
             values.secret(name)  # raises ConfigurationError if it is missing
-        objects = _service(render, release_spec(scope, d.release.number, frozen), base, shared)
+        objects = _service(render, release_spec(scope, claimed.number, config), base, shared)
         primary = spec.primary_process
         downtime = spec.downtime_accepted
         stabilization = primary.stabilization_seconds if primary else 0
     return Facts(
-        d.id,
-        DeploymentState(d.state),
-        StageMarker(d.stage_marker) if d.stage_marker else None,
+        claimed.id,
+        claimed.state,
+        claimed.marker,
         objects,
-        active.name if active is not None and active.id != d.release_id else None,
+        claimed.previous,
         downtime,
-        d.stage_started_at or d.created_at,
+        claimed.stage_started,
         timedelta(seconds=stabilization),
-        ctx.clock.now(),
+        now,
     )
 
 
