@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
@@ -22,7 +23,14 @@ from reconciler.engine import batching
 from reconciler.engine.batching import Claimed
 from reconciler.store import schema
 
-Others = dict[int, list[schema.Deployment]]  # environment id -> its deployments that count
+
+@dataclass(frozen=True)
+class Others:
+    """What the pending deployments of a batch are decided against (rows kept with their
+    units and releases, for the recording transaction's lifetime)."""
+
+    by_environment: dict[int, list[schema.Deployment]]
+    kept: batching.Locked | None = None
 
 
 def others(session: Session, pending: Iterable[tuple[Claimed, schema.Deployment]]) -> Others:
@@ -30,16 +38,16 @@ def others(session: Session, pending: Iterable[tuple[Claimed, schema.Deployment]
     in flight there, and the deployment each one was held behind."""
     wanted = list(pending)
     if not wanted:
-        return {}
-    rows = batching.open_in(
+        return Others({})
+    found = batching.open_in(
         session,
         {d.environment_id for _, d in wanted},
         {d.waiting_on_id for _, d in wanted if d.waiting_on_id is not None},
     )
-    by_environment: Others = defaultdict(list)
-    for row in rows:
+    by_environment: dict[int, list[schema.Deployment]] = defaultdict(list)
+    for row in found.rows.values():
         by_environment[row.environment_id].append(row)
-    return by_environment
+    return Others(by_environment, found)
 
 
 def decide(claimed: Claimed, d: schema.Deployment, environment: Others) -> Decision:
@@ -57,7 +65,7 @@ def decide(claimed: Claimed, d: schema.Deployment, environment: Others) -> Decis
         view,
         [
             deciding.Other(o.id, o.unit.name, o.release.name, DeploymentState(o.state), o.queued_at)
-            for o in environment.get(d.environment_id, [])
+            for o in environment.by_environment.get(d.environment_id, [])
             if o.id != d.id and (o.finished_at is None or o.id == d.waiting_on_id)
         ],
     )

@@ -198,35 +198,34 @@ def read(session: Session, ids: Iterable[int]) -> list[Claimed]:
     ]
 
 
-def locked(session: Session, ids: Iterable[int]) -> dict[int, schema.Deployment]:
+@dataclass(frozen=True)
+class Locked:
+    """The rows a recording transaction holds: the batch's deployments by id, and what they
+    refer to (kept here: the session's identity map only holds on to what is referenced)."""
+
+    rows: dict[int, schema.Deployment]
+    neighbours: tuple[object, ...]
+
+
+def locked(session: Session, ids: Iterable[int]) -> Locked:
     """The batch's deployments, row-locked in id order and read afresh, waiting for each lock:
     our leases keep other replicas' steps away, so what can hold one is a request (cancel,
     supersede) that must be seen, not skipped. Their units and releases (and the units'
     active releases) come in two more queries, so recording reads nothing row by row."""
-    wanted = list(ids)
     rows = session.scalars(
         select(D)
-        .where(D.id.in_(wanted))
+        .where(D.id.in_(list(ids)))
         .order_by(D.id)
         .with_for_update()
         .execution_options(populate_existing=True)
     ).all()
-    units = session.scalars(
-        select(schema.Unit).where(schema.Unit.id.in_({d.unit_id for d in rows}))
-    ).all()
-    release_ids = {d.release_id for d in rows} | {u.active_release_id for u in units}
-    release_ids |= {d.previous_release_id for d in rows}
-    session.scalars(
-        select(schema.Release)
-        .where(schema.Release.id.in_(release_ids - {None}))
-        .options(defer(schema.Release.config))
-    ).all()
-    return {d.id: d for d in rows}
+    units = _units(session, {d.unit_id for d in rows})
+    wanted = {d.release_id for d in rows} | {d.previous_release_id for d in rows}
+    wanted |= {u.active_release_id for u in units}
+    return Locked({d.id: d for d in rows}, (*units, *_releases(session, wanted)))
 
 
-def open_in(
-    session: Session, environments: Iterable[int], also: Iterable[int]
-) -> list[schema.Deployment]:
+def open_in(session: Session, environments: Iterable[int], also: Iterable[int]) -> Locked:
     """The deployments in flight in ``environments`` (plus the ids in ``also``, the ones
     pending deployments were held behind), with their units and releases: three queries."""
     rows = session.scalars(
@@ -235,11 +234,21 @@ def open_in(
             or_(D.finished_at.is_(None), D.id.in_(list(also))),
         )
     ).all()
-    missing_units = {d.unit_id for d in rows}
-    session.scalars(select(schema.Unit).where(schema.Unit.id.in_(missing_units))).all()
-    session.scalars(
-        select(schema.Release)
-        .where(schema.Release.id.in_({d.release_id for d in rows}))
-        .options(defer(schema.Release.config))
-    ).all()
-    return list(rows)
+    units = _units(session, {d.unit_id for d in rows})
+    releases = _releases(session, {d.release_id for d in rows})
+    return Locked({d.id: d for d in rows}, (*units, *releases))
+
+
+def _units(session: Session, ids: set[int]) -> list[schema.Unit]:
+    return list(session.scalars(select(schema.Unit).where(schema.Unit.id.in_(ids))))
+
+
+def _releases(session: Session, ids: set[int | None]) -> list[schema.Release]:
+    """Without their frozen configuration: recording a step does not read it."""
+    return list(
+        session.scalars(
+            select(schema.Release)
+            .where(schema.Release.id.in_(ids - {None}))
+            .options(defer(schema.Release.config))
+        )
+    )

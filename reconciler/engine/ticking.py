@@ -227,7 +227,8 @@ def _release(ctx: Context, ids: list[int], owner: str) -> None:
 
 def _record(ctx: Context, owner: str, steps: list[_Step]) -> int:
     with ctx.db.transaction() as session:
-        rows = batching.locked(session, [s.claimed.id for s in steps])
+        held = batching.locked(session, [s.claimed.id for s in steps])
+        rows = held.rows
         pending = [
             (s.claimed, rows[s.claimed.id])
             for s in steps
