@@ -11,12 +11,18 @@ from reconciler.store.database import Database
 
 
 class Clusters:
-    """One runtime object per target, created on first use and kept."""
+    """One runtime object per target, created on first use and kept.
 
-    def __init__(self, settings: Settings, db: Database, clock: Clock) -> None:
+    ``watch``: whether Kubernetes clusters keep a watch cache for their checks (benchmarks
+    turn it off for a baseline of direct reads)."""
+
+    def __init__(
+        self, settings: Settings, db: Database, clock: Clock, *, watch: bool = True
+    ) -> None:
         self.settings = settings
         self.db = db
         self.clock = clock
+        self.watch = watch
         self._by_context: dict[str | None, Cluster] = {}
 
     def simulated(self) -> SimulatedCluster:
@@ -38,12 +44,15 @@ class Clusters:
         context = (contexts or {}).get(environment)
         cluster = self._by_context.get(context)
         if cluster is None:
-            cluster = kubernetes.connect(context=context, clock=self.clock, settings=self.settings)
+            cluster = kubernetes.connect(
+                context=context, clock=self.clock, settings=self.settings, watch=self.watch
+            )
             self._by_context[context] = cluster
         return cluster
 
     def close(self) -> None:
-        """Closes the clients of the clusters connected so far (their pooled connections)."""
+        """Closes the clusters connected so far: their watch caches' informers (threads and
+        watches) and their clients' pooled connections."""
         clusters, self._by_context = list(self._by_context.values()), {}
         for cluster in clusters:
             close = getattr(cluster, "close", None)

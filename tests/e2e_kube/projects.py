@@ -31,6 +31,7 @@ def project(
     database: bool = True,
     environments: tuple[str, ...] = ("staging", "production"),
     protected: tuple[str, ...] = ("production",),
+    replicas: int = 1,
 ) -> str:
     """An http service ``web`` (reading the database when there is one), a worker without a
     port that only knows web's address, and a Postgres database."""
@@ -50,6 +51,7 @@ port = 8080
 readiness_path = "/healthz"
 instance_size = "nano"
 stabilization_seconds = 1
+replicas = {replicas}
 [services.web.variables]
 LOG_LEVEL = "info"
 '''
@@ -69,6 +71,8 @@ SITE_URL = "http://${{{{ host(web) }}}}"
     return text
 
 
-def web_only(web: str = WEB) -> str:
+def web_only(web: str = WEB, replicas: int = 1) -> str:
     """Just the http service, in staging: for scenarios about one deployment at a time."""
-    return project(web=web, worker=None, database=False, environments=("staging",))
+    return project(
+        web=web, worker=None, database=False, environments=("staging",), replicas=replicas
+    )

@@ -18,6 +18,7 @@ from tests.e2e_kube.live import Live
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
 from tests.infra.podstatus import Behaviour
+from tests.infra.waiting import wait_for
 from tests.plugins.git import GitRepo
 
 pytestmark = pytest.mark.kube
@@ -25,10 +26,24 @@ pytestmark = pytest.mark.kube
 VIA_PROXY = {"staging": FAULTY}
 
 # stage -> (the request that fails in it: method, path pattern, what Nebula was doing;
-#           the blocker once its retries are spent)
+#           the blocker once its retries are spent; the watch that must fail too, if any)
 STAGES = {
-    "starting": ("PATCH", r"/deployments/web-r2\?", "apply Deployment/web-r2 in {ns}", "delivery"),
-    "qualifying": ("GET", r"/deployments/web-r2$", "read Deployment/web-r2 in {ns}", "readiness"),
+    "starting": (
+        "PATCH",
+        r"/deployments/web-r2\?",
+        "apply Deployment/web-r2 in {ns}",
+        "delivery",
+        None,
+    ),
+    # While the watch cache is synced the check sends no request at all: the API failing
+    # the check's read means failing the Deployments' list and watch as well.
+    "qualifying": (
+        "GET",
+        r"/deployments/web-r2$",
+        "read Deployment/web-r2 in {ns}",
+        "readiness",
+        r"/deployments\?",
+    ),
 }
 
 
@@ -52,13 +67,21 @@ def test_a_request_answered_500_is_retried_three_times_then_fails_with_the_stage
     stage: str,
 ) -> None:
     nebula = web_on_r1
-    method, path, doing, blocker = STAGES[stage]
+    method, path, doing, blocker, watch = STAGES[stage]
     nebula.push(git_repo, projects.web_only(projects.WEB_2), "web 2")
     deployment = nebula.latest("web")["id"]
     nebula.hold_at(deployment, stage)
     before = fault_proxy.count(method, path)
 
     fault_proxy.fail(method, path, status=500, times=None)
+    if watch is not None:
+        fault_proxy.fail("GET", watch, status=500, times=None)
+        fault_proxy.cut_streams()
+        cluster = nebula.ctx.clusters.for_environment(VIA_PROXY, "staging")
+        wait_for(
+            lambda: not cluster.cache.synced("Deployment", staging.namespace),
+            "the watch cache to notice its watch is gone",
+        )
     failed = nebula.settle_deployment(deployment)
 
     error = f"Kubernetes API could not {doing.format(ns=staging.namespace)}: 500 InternalError: injected fault"

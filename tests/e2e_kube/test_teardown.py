@@ -12,6 +12,7 @@ from tests.e2e_kube.live import APPLIED, Live
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
 from tests.infra.podstatus import Behaviour
+from tests.infra.waiting import wait_for
 from tests.plugins.git import GitRepo
 
 pytestmark = pytest.mark.kube
@@ -35,6 +36,9 @@ def test_a_removed_service_is_torn_down_once_the_api_is_reachable_and_only_once(
     both = projects.project(database=False, environments=("staging",))
     kube_nebula.first_deploy(git_repo, both, {"staging": FAULTY})
     assert worker_objects(staging) == {("Deployment", "worker-r1"), ("ConfigMap", "worker-r1-vars")}
+    # Healthy once Ready for the stabilization period, which the controllers may not have
+    # recorded in the Deployments' status yet: only a write of ours may change web after this.
+    wait_for(staging.settled, "the controllers to settle")
     web = staging.versions()
     del web[("Namespace", staging.namespace)]
     web = {key: version for key, version in web.items() if not key[1].startswith("worker")}

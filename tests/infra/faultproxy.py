@@ -5,6 +5,7 @@ Requests pass through unchanged (watches stream) unless a rule matches them:
     rule = proxy.fail("PATCH", r"/services/web$", status=500, times=3)
     rule = proxy.hang("GET", r"/deployments/", seconds=30)   # until cleared or 30 s
     proxy.unreachable()   # connections refused (and open ones cut) until reachable()
+    proxy.cut_streams()   # watches in progress end; new requests pass (or meet the rules)
     rule.hits             # how many requests the rule answered
 
 The proxy serves its own TLS certificate to the client (the fault kubeconfig trusts it) and
@@ -163,6 +164,11 @@ class FaultProxy:
         if server is not None:
             server.shutdown()
             server.server_close()
+        self.cut_streams()
+
+    def cut_streams(self) -> None:
+        """Ends every request in progress (watches): their clients see the connection
+        break, as when a load balancer or the API server drops it."""
         with self._lock:
             connections = list(self._connections)
         for conn in connections:

@@ -12,6 +12,8 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -82,6 +84,23 @@ def fresh_postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 
 
 # -- Kubernetes ------------------------------------------------------------------------------
+
+WATCH_THREAD = "nebula-watch"
+
+
+def _watch_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith(WATCH_THREAD))
+
+
+@pytest.fixture(autouse=True)
+def no_watch_thread_left() -> Iterator[None]:
+    """Every test closes the clusters it opened: no watch cache's informer outlives it.
+    (Autouse, so set up first and torn down last, after the fixtures that close clusters.)"""
+    yield
+    deadline = time.monotonic() + 10
+    while (left := _watch_threads()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == [], f"watch threads still running after the test: {left}"
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,17 @@ The modules, from the wire up::
     probing      the qualifying check through the release's own Service
     activating   the stable Service's selector
     draining     scale to zero, delete by label, teardown
+    kinds        the kinds the watch cache keeps, with their selectors (one line each)
+    selectors    label selectors matched in memory (pure)
+    stores       one kind in one namespace as the cache holds it; synced, behind a write
+    watching     the informer loop: list, watch, relist on 410 Gone, back off, stop
+    streams      a kind's paged list and watch on the API server (kubernetes.watch.Watch)
+    caching      the cluster's watch cache: informers per (kind, namespace), started on use
+    reading      the checks' reads: from the cache when it can answer, else the API server
     cluster      KubernetesCluster, composing the above
 
-Only ``configs``, ``transport`` and ``failures`` talk to the client library; nothing outside
-this package imports ``kubernetes``.
+Only ``configs``, ``transport``, ``failures`` and ``streams`` talk to the client library;
+nothing outside this package imports ``kubernetes``.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ def connect(
     environ: Mapping[str, str] | None = None,
     timeouts: Timeouts | None = None,
     prober: Prober | None = None,
+    watch: bool = True,
 ) -> KubernetesCluster:
     """The cluster behind a kubeconfig ``context`` (None: the current one), or the cluster
     Nebula runs in when neither a context nor a kubeconfig is given and it runs in a pod.
@@ -51,11 +59,12 @@ def connect(
     the API server until the first call, so connecting to a cluster that is down succeeds and
     the calls then raise ``UnreachableError``. ``settings`` are the server's: their
     ``kubeconfig`` is used when no ``kubeconfig`` is passed; ``environ`` defaults to the process
-    environment (``KUBECONFIG``, ``KUBERNETES_SERVICE_HOST``).
+    environment (``KUBECONFIG``, ``KUBERNETES_SERVICE_HOST``). ``watch=False`` reads the API
+    server on every check instead of keeping a watch cache.
     """
     if kubeconfig is None and settings is not None and settings.kubeconfig:
         kubeconfig = settings.kubeconfig
     connection = configs.connect(
         context, kubeconfig, environ=environ, timeouts=timeouts or Timeouts()
     )
-    return KubernetesCluster(connection, clock, prober=prober)
+    return KubernetesCluster(connection, clock, prober=prober, watch=watch)

@@ -14,17 +14,18 @@ from urllib.parse import quote
 from reconciler.core.states import Blocker
 from reconciler.runtimes.cluster import ReleaseObjects
 from reconciler.runtimes.kubernetes.applying import Applier
-from reconciler.runtimes.kubernetes.transport import Transport
+from reconciler.runtimes.kubernetes.transport import JSON, Transport
 from renderers import naming
 
 
-def activate(applier: Applier, objects: ReleaseObjects) -> None:
+def activate(applier: Applier, objects: ReleaseObjects) -> JSON | None:
+    """The stable Service as applied (None when the release has nothing to route)."""
     if objects.stable_service is None:
-        return  # nothing routes to this unit (a worker without a port, crons only)
+        return None  # nothing routes to this unit (a worker without a port, crons only)
     manifest = copy.deepcopy(objects.stable_service)
     selector = manifest.setdefault("spec", {}).setdefault("selector", {})
     selector[naming.RELEASE] = objects.release
-    applier.apply(manifest, namespace=objects.namespace, blocker=Blocker.ROUTE_ACTIVATION)
+    return applier.apply(manifest, namespace=objects.namespace, blocker=Blocker.ROUTE_ACTIVATION)
 
 
 def selected_release(transport: Transport, namespace: str, unit: str) -> str | None:

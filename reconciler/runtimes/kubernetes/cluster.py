@@ -3,6 +3,12 @@
 Each method is one stage's effect or observation, composed from the modules beside it
 (apply, jobs, rollouts, probing, activating, draining); they raise only our errors, and the
 stage's blocker is the code of a definitive refusal that names no better one.
+
+The rollout and job checks read through the watch cache (``caching``, ``reading``): once a
+namespace's informers are synced a check costs no request at all, so what a deployment costs
+the API server is its writes, not how long it takes to become ready. Every object applied is
+reported to the cache, so that a check right after the write cannot read an older version.
+``close()`` stops the informers; tearing down a namespace's last unit drops its informers.
 """
 
 from __future__ import annotations
@@ -16,13 +22,15 @@ from reconciler.errors import NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import (
     JobPhase,
     JobStatus,
+    Manifest,
     ProbeResult,
     ReleaseObjects,
     Rollout,
     Teardown,
 )
-from reconciler.runtimes.kubernetes import activating, jobs, quotas, rollouts
+from reconciler.runtimes.kubernetes import activating, jobs, quotas, rollouts, selectors, streams
 from reconciler.runtimes.kubernetes.applying import Applier
+from reconciler.runtimes.kubernetes.caching import Cache
 from reconciler.runtimes.kubernetes.configs import Connection
 from reconciler.runtimes.kubernetes.discovery import Discovery
 from reconciler.runtimes.kubernetes.draining import Remover
@@ -31,11 +39,15 @@ from reconciler.runtimes.kubernetes.probing import (
     Prober,
     ServiceProxyProber,
 )
+from reconciler.runtimes.kubernetes.reading import Reader
 from reconciler.runtimes.kubernetes.transport import JSON, Transport
+from renderers import naming
 from renderers.capabilities import Capabilities
 
 LOG_LINES = 20
 LOG_BYTES = 4096
+# What a unit that is still there has in its namespace, whatever else was torn down.
+WORKLOADS = ("Deployment", "StatefulSet", "CronJob")
 
 
 class KubernetesCluster:
@@ -47,11 +59,14 @@ class KubernetesCluster:
         prober: Prober | None = None,
         job_grace: timedelta = jobs.DEADLINE_GRACE,
         log_lines: int = LOG_LINES,
+        watch: bool = True,
     ) -> None:
         self.connection = connection
         self.clock = clock or SystemClock()
         self.transport = Transport(connection)
         self.discovery = Discovery(self.transport)
+        self.cache = Cache(streams.sources(self.transport, self.discovery), enabled=watch)
+        self.reader = Reader(self.transport, self.cache)
         self.applier = Applier(self.transport, self.discovery)
         self.remover = Remover(self.transport, self.discovery)
         self.prober: Prober = prober or (
@@ -68,11 +83,13 @@ class KubernetesCluster:
         return self.discovery.capabilities()
 
     def close(self) -> None:
-        api_client = self.connection.api_client
-        api_client.close()  # type: ignore[no-untyped-call]
-        # Older releases of the client in our supported range leave the urllib3 pools (and
-        # their sockets) open on close(); clearing them again is harmless.
-        api_client.rest_client.pool_manager.clear()
+        """Stops the watch cache's informers, then closes the clients' connections."""
+        self.cache.close()
+        self.transport.close()
+
+    def _apply(self, manifest: Manifest, namespace: str, blocker: Blocker) -> None:
+        applied = self.applier.apply(manifest, namespace=namespace, blocker=blocker)
+        self.cache.wrote(applied, namespace)
 
     # -- admitted ----------------------------------------------------------------------------
 
@@ -90,9 +107,7 @@ class KubernetesCluster:
         self._check_namespace(objects.namespace, forbidden)
         for manifest in objects.shared:
             if manifest.get("kind") != "Namespace":
-                self.applier.apply(
-                    manifest, namespace=objects.namespace, blocker=Blocker.CONFIGURATION
-                )
+                self._apply(manifest, objects.namespace, Blocker.CONFIGURATION)
         self._check_quota(objects)
 
     def _check_namespace(self, namespace: str, forbidden: PermanentError | None) -> None:
@@ -126,27 +141,29 @@ class KubernetesCluster:
 
     def start_release_job(self, objects: ReleaseObjects) -> None:
         if objects.release_job is not None:
-            self.applier.apply(
-                objects.release_job, namespace=objects.namespace, blocker=Blocker.RELEASE_COMMAND
-            )
+            self._apply(objects.release_job, objects.namespace, Blocker.RELEASE_COMMAND)
 
     def release_job(self, objects: ReleaseObjects) -> JobStatus:
         if objects.release_job is None:
             return JobStatus(JobPhase.SUCCEEDED, "No release command")
         resource, name, namespace = self.applier.locate(objects.release_job, objects.namespace)
-        job = self.transport.get(
-            resource.item(name, namespace),
+        job = self.reader.get(
+            "Job",
+            objects.namespace,
+            name,
+            path=resource.item(name, namespace),
             what=f"read Job/{name}",
-            missing_ok=True,
             blocker=Blocker.RELEASE_COMMAND,
         )
         pods: list[JSON] = []
         uid = ((job or {}).get("metadata") or {}).get("uid")
         if uid:
-            pods = self.transport.items(
-                f"/api/v1/namespaces/{quote(objects.namespace, safe='')}/pods",
+            pods = self.reader.list(
+                "Pod",
+                objects.namespace,
+                path=f"/api/v1/namespaces/{quote(objects.namespace, safe='')}/pods",
                 what=f"list the pods of Job/{name}",
-                query=[("labelSelector", f"controller-uid={uid}")],
+                label_selector=f"controller-uid={uid}",
             )
         status = jobs.status(
             job,
@@ -189,7 +206,7 @@ class KubernetesCluster:
 
     def start(self, objects: ReleaseObjects) -> None:
         for manifest in objects.workload:
-            self.applier.apply(manifest, namespace=objects.namespace, blocker=Blocker.CONFIGURATION)
+            self._apply(manifest, objects.namespace, Blocker.CONFIGURATION)
 
     def rollout(self, objects: ReleaseObjects) -> Rollout:
         if objects.primary is None:
@@ -200,32 +217,38 @@ class KubernetesCluster:
             raise PermanentError(
                 f"The cluster does not serve apps {kind}", code=Blocker.CONFIGURATION
             )
-        workload = self.transport.get(
-            resource.item(name, namespace),
+        workload = self.reader.get(
+            kind,
+            namespace,
+            name,
+            path=resource.item(name, namespace),
             what=f"read {kind}/{name} in {namespace}",
-            missing_ok=True,
         )
         if workload is None:
             return rollouts.observe(
                 None, [], [], [], kind=kind, name=name, expected=objects.replicas
             )
         labels = ((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        selector = selectors.of_labels(labels)
         ns = quote(namespace, safe="")
-        pods = self.transport.items(
-            f"/api/v1/namespaces/{ns}/pods",
+        pods = self.reader.list(
+            "Pod",
+            namespace,
+            path=f"/api/v1/namespaces/{ns}/pods",
             what=f"list the pods of {name}",
-            query=[("labelSelector", selector)],
+            label_selector=selector,
         )
         owners: list[JSON] = []
         if kind == "Deployment":
             uid = (workload.get("metadata") or {}).get("uid")
             owners = [
                 rs
-                for rs in self.transport.items(
-                    f"/apis/apps/v1/namespaces/{ns}/replicasets",
+                for rs in self.reader.list(
+                    "ReplicaSet",
+                    namespace,
+                    path=f"/apis/apps/v1/namespaces/{ns}/replicasets",
                     what=f"list the ReplicaSets of {name}",
-                    query=[("labelSelector", selector)],
+                    label_selector=selector,
                 )
                 if any(
                     o.get("uid") == uid
@@ -238,10 +261,12 @@ class KubernetesCluster:
         if observed.blocker is not None or observed.started:
             return observed
         # Events explain what status may not (yet): a scheduler's or a controller's refusal.
-        events = self.transport.items(
-            f"/api/v1/namespaces/{ns}/events",
+        events = self.reader.list(
+            "Event",
+            namespace,
+            path=f"/api/v1/namespaces/{ns}/events",
             what=f"list the events of {namespace}",
-            query=[("fieldSelector", "type=Warning")],
+            field_selector="type=Warning",
         )
         return rollouts.observe(
             workload, owners, pods, events, kind=kind, name=name, expected=objects.replicas
@@ -253,7 +278,9 @@ class KubernetesCluster:
     # -- activating and draining -------------------------------------------------------------
 
     def activate(self, objects: ReleaseObjects) -> None:
-        activating.activate(self.applier, objects)
+        applied = activating.activate(self.applier, objects)
+        if applied is not None:
+            self.cache.wrote(applied, objects.namespace)
 
     def selected_release(self, namespace: str, unit: str) -> str | None:
         return activating.selected_release(self.transport, namespace, unit)
@@ -265,4 +292,10 @@ class KubernetesCluster:
         self.remover.remove(namespace, unit, release)
 
     def teardown(self, namespace: str, unit: str) -> Teardown:
-        return self.remover.teardown(namespace, unit)
+        done = self.remover.teardown(namespace, unit)
+        # The namespace's last unit gone (as far as the cache knows: none of another unit's
+        # workloads left), its informers go too; a read would start them again.
+        others = f"{naming.SERVICE},{naming.SERVICE}!={unit}"
+        if not self.cache.holds(namespace, others, WORKLOADS):
+            self.cache.forget(namespace)
+        return done

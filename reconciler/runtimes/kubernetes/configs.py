@@ -12,6 +12,7 @@ reconciler's lease for nothing.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,6 +75,26 @@ class ReconnectOnce(Retry):
         if isinstance(error, ReadTimeoutError):
             raise error
         return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+def streaming_client(connection: Connection, pool_size: int = 128) -> client.ApiClient:
+    """A client of its own for watches, with the connection's address, credentials and
+    headers: each watch holds a connection for minutes, and in the requests' pool they would
+    take the connections that the checks' requests reuse."""
+    cfg = copy.deepcopy(connection.api_client.configuration)
+    cfg.connection_pool_maxsize = pool_size
+    streams = client.ApiClient(cfg)
+    # The same dict, so a header set on the connection later applies to watches too.
+    streams.default_headers = connection.api_client.default_headers
+    return streams
+
+
+def close(api_client: client.ApiClient) -> None:
+    """Closes a client and its pooled connections."""
+    api_client.close()  # type: ignore[no-untyped-call]
+    # Older releases of the client in our supported range leave the urllib3 pools (and
+    # their sockets) open on close(); clearing them again is harmless.
+    api_client.rest_client.pool_manager.clear()
 
 
 def kubeconfig_path(kubeconfig: str | None, environ: Mapping[str, str]) -> Path:

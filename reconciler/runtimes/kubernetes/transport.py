@@ -1,7 +1,8 @@
 """The one place that sends requests to the API server, through the official client.
 
-Only this module, ``configs`` and ``failures`` import ``kubernetes`` (or urllib3) for I/O;
-``quotas`` borrows its quantity parser.
+Only this module, ``configs``, ``failures`` and ``streams`` (the watch) import ``kubernetes``
+(or urllib3) for I/O; ``quotas`` borrows its quantity parser. Watches get a client of their
+own (``stream``), so the connections they hold open never starve the requests' pool.
 
 Bodies go and come as plain JSON mappings, not the client's generated models: manifests are
 already dicts, server-side apply needs the object exactly as rendered, and a CronJob served
@@ -12,16 +13,18 @@ or failure is turned into our errors here (``failures``), so nothing above impor
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from reconciler.core.states import Blocker
 from reconciler.errors import TransientError
-from reconciler.runtimes.kubernetes import failures
+from reconciler.runtimes.kubernetes import configs, failures
 from reconciler.runtimes.kubernetes.configs import Connection
 
 JSON = dict[str, Any]
@@ -47,6 +50,16 @@ class Transport:
         self.connection = connection
         self._client = connection.api_client
         self._timeout = (connection.timeouts.connect, connection.timeouts.read)
+        self._lock = threading.Lock()
+        self._streams: Any = None  # the watches' own client, made on the first watch
+
+    def close(self) -> None:
+        """Closes both clients' connections (stop the watches first)."""
+        configs.close(self._client)
+        with self._lock:
+            streams, self._streams = self._streams, None
+        if streams is not None:
+            configs.close(streams)
 
     def redactor(self) -> failures.Redactor:
         return failures.Redactor(self.connection.secrets())
@@ -118,6 +131,43 @@ class Transport:
         """A list's items (a namespace that does not exist lists nothing)."""
         found = self.call("GET", path, what=what, query=query, missing_ok=True)
         return list((found or {}).get("items") or [])
+
+    def stream(
+        self, path: str, *, what: str, query: Query = (), read_timeout: float
+    ) -> urllib3.BaseHTTPResponse:
+        """Opens a streaming GET (a watch) and returns the response unread: the caller reads
+        it line by line and closes it. ``read_timeout`` is how long it may go quiet."""
+        with self._lock:
+            if self._streams is None:
+                self._streams = configs.streaming_client(self.connection)
+            streams = self._streams
+        try:
+            request = streams.param_serialize(
+                "GET",
+                path,
+                query_params=list(query),
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            answer = streams.call_api(
+                *request, _request_timeout=(self.connection.timeouts.connect, read_timeout)
+            )
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise failures.from_exception(
+                exc, what=what, blocker=None, redact=self.redactor()
+            ) from exc
+        response: urllib3.BaseHTTPResponse = answer.response
+        if answer.status >= 400:
+            try:
+                body = response.read()
+            except (urllib3.exceptions.HTTPError, OSError):
+                body = b""
+            finally:
+                response.release_conn()
+            raise failures.from_status(
+                int(answer.status), body, what=what, blocker=None, redact=self.redactor()
+            )
+        return response
 
     def raw(
         self,
