@@ -7,7 +7,6 @@ as a batch read them (``batching.Claimed``; secrets decrypted once per environme
 
 from __future__ import annotations
 
-import copy
 import secrets as random
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -31,7 +30,19 @@ from renderers.secrets import SecretValues, Sensitive
 
 
 def _bodies(manifests: tuple[Manifest, ...]) -> tuple[dict[str, Any], ...]:
-    return tuple(copy.deepcopy(dict(m.body)) for m in manifests)
+    """Each manifest's body as a runtime's own copy (the renderer's cached ones stay as they
+    are, whatever a runtime does with its copy)."""
+    return tuple(_copied(dict(m.body)) for m in manifests)
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a parsed YAML document (mappings, lists and scalars): what ``deepcopy``
+    does for these, at a fraction of its cost."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
 
 
 def passwords(session: Session, ctx: Context, batch: list[Claimed], stored: Secrets) -> None:

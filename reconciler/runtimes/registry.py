@@ -33,6 +33,7 @@ class Clusters:
                 self.clock,
                 self.settings.simulated_delay,
                 faults.load(self.settings.simulated_faults),
+                self.settings.simulated_latency,
             )
             self._by_context["<simulated>"] = cluster
         assert isinstance(cluster, SimulatedCluster)
