@@ -66,9 +66,10 @@ def create(
 def activate(session: Session, clock: Clock, unit: schema.Unit, release: schema.Release) -> None:
     """``release`` serves now; the previous one retires; only the newest retired stay available.
 
-    One statement besides the rows already loaded: the retired releases past the newest
-    ``ROLLBACK_DEPTH`` are marked unavailable where they are, not loaded (nor is anything
-    flushed first: the one retired just now is the newest, and is left out of the statement)."""
+    One statement besides the rows already loaded (none for a unit with too few releases):
+    the retired releases past the newest ``ROLLBACK_DEPTH`` are marked unavailable where they
+    are, not loaded (nor is anything flushed first: the one retired just now is the newest,
+    and is left out of the statement)."""
     previous = unit.active_release
     keep = ROLLBACK_DEPTH
     retiring = previous is not None and previous.id != release.id
@@ -80,6 +81,8 @@ def activate(session: Session, clock: Clock, unit: schema.Unit, release: schema.
     release.retired_at = None
     unit.active_release_id = release.id
     unit.active_release = release
+    if unit.next_release_number <= ROLLBACK_DEPTH + 2:
+        return  # too few releases ever for one to be retired past the newest ROLLBACK_DEPTH
     others = [
         schema.Release.unit_id == unit.id,
         schema.Release.status == ReleaseStatus.RETIRED.value,
