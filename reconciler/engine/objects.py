@@ -8,9 +8,13 @@ as a batch read them (``batching.Claimed``; secrets decrypted once per environme
 from __future__ import annotations
 
 import secrets as random
-from dataclasses import replace
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sqlalchemy.orm import Session
 
@@ -21,6 +25,7 @@ from reconciler.engine.batching import Claimed
 from reconciler.engine.stages import Facts
 from reconciler.model.specs import DatabaseSpec, ProcessType
 from reconciler.runtimes.cluster import ProbeKind, ReleaseObjects
+from reconciler.store.database import Database
 from renderers import naming, rendering
 from renderers.capabilities import Capabilities
 from renderers.manifests import Manifest
@@ -28,10 +33,12 @@ from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec, Scope
 from renderers.rendering import Renderer
 from renderers.secrets import SecretValues, Sensitive
 
+RENDERS_KEPT = 2048
+
 
 def _bodies(manifests: tuple[Manifest, ...]) -> tuple[dict[str, Any], ...]:
-    """Each manifest's body as a runtime's own copy (the renderer's cached ones stay as they
-    are, whatever a runtime does with its copy)."""
+    """Each manifest's body as the engine's own copy (the renderer's cached ones stay as they
+    are whatever happens to it; runtimes copy what they change)."""
     return tuple(_copied(dict(m.body)) for m in manifests)
 
 
@@ -60,16 +67,74 @@ def passwords(session: Session, ctx: Context, batch: list[Claimed], stored: Secr
             secrets.put(session, ctx.clock, ctx.vault, *where, key, values[key])
 
 
+@dataclass(frozen=True)
+class _Rendered:
+    objects: ReleaseObjects
+    downtime: bool  # a volume release: drain the previous release before starting
+    stabilization: int  # seconds
+
+
+class Renders:
+    """A store's releases as rendered, most recently used kept: a release is immutable, so
+    what it renders to changes only with the cluster's capabilities or the environment's
+    secrets, which are part of the key. The stages of one deployment render it once."""
+
+    def __init__(self, size: int = RENDERS_KEPT) -> None:
+        self._size = size
+        self._kept: OrderedDict[Hashable, _Rendered] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, render: Callable[[], _Rendered]) -> _Rendered:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        found = render()
+        with self._lock:
+            self._kept[key] = found
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return found
+
+
+_renders: WeakKeyDictionary[Database, Renders] = WeakKeyDictionary()
+_renders_lock = threading.Lock()
+
+
+def renders(db: Database) -> Renders:
+    """The renders kept for ``db`` (release ids are the store's own: one cache per store)."""
+    with _renders_lock:
+        return _renders.setdefault(db, Renders())
+
+
 def facts(
     claimed: Claimed,
     stored: dict[str, str],
     capabilities: Capabilities,
     now: datetime,
+    kept: Renders,
 ) -> Facts:
     """Everything a stage needs, from what the batch read (``stored``: the environment's
     decrypted secrets). ``capabilities`` are read from the cluster beforehand, with no
     transaction open: discovery is a network call. Raises ``ConfigurationError`` when a
     secret the release reads is missing."""
+    key = (claimed.release_id, capabilities, tuple(sorted(stored.items())))
+    rendered = kept.get(key, lambda: _render(claimed, stored, capabilities))
+    return Facts(
+        claimed.id,
+        claimed.state,
+        claimed.marker,
+        rendered.objects,
+        claimed.previous,
+        rendered.downtime,
+        claimed.stage_started,
+        timedelta(seconds=rendered.stabilization),
+        now,
+    )
+
+
+def _render(claimed: Claimed, stored: dict[str, str], capabilities: Capabilities) -> _Rendered:
     scope = Scope(claimed.project, claimed.environment)
     render = rendering.renderer(capabilities)
     config = claimed.frozen
@@ -88,25 +153,13 @@ def facts(
     if isinstance(spec, DatabaseSpec):
         password = stored[secrets.DATABASE_PASSWORD.format(name=spec.name)]
         objects = _database(render, scope, spec, base, shared, Sensitive(password))
-        downtime, stabilization = False, 0
-    else:
-        for name in sorted(config.secret_names):
-            values.secret(name)  # raises ConfigurationError if it is missing
-        objects = _service(render, release_spec(scope, claimed.number, config), base, shared)
-        primary = spec.primary_process
-        downtime = spec.downtime_accepted
-        stabilization = primary.stabilization_seconds if primary else 0
-    return Facts(
-        claimed.id,
-        claimed.state,
-        claimed.marker,
-        objects,
-        claimed.previous,
-        downtime,
-        claimed.stage_started,
-        timedelta(seconds=stabilization),
-        now,
-    )
+        return _Rendered(objects, False, 0)
+    for name in sorted(config.secret_names):
+        values.secret(name)  # raises ConfigurationError if it is missing
+    objects = _service(render, release_spec(scope, claimed.number, config), base, shared)
+    primary = spec.primary_process
+    stabilization = primary.stabilization_seconds if primary else 0
+    return _Rendered(objects, spec.downtime_accepted, stabilization)
 
 
 def _database(

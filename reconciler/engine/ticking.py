@@ -208,7 +208,8 @@ def _prepare(ctx: Context, batch: _Batch, c: Claimed, cluster: Cluster | None) -
         return s
     try:
         stored = batch.secrets.get((c.project_id, c.environment), {})
-        s.facts = objects.facts(c, stored, capabilities, ctx.clock.now())
+        kept = objects.renders(ctx.db)
+        s.facts = objects.facts(c, stored, capabilities, ctx.clock.now(), kept)
     except ConfigurationError as exc:
         s.failed = exc
         return s
