@@ -99,7 +99,10 @@ def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
         with ctx.db.transaction() as session:
             now = ctx.clock.now()
             sqlite = ctx.db.is_sqlite
-            ids = batching.claim(session, owner, now, sqlite=sqlite, after=after, project=project)
+            ids = batching.claim(
+                session, owner, now, sqlite=sqlite, after=after, limit=batching.SIZE,
+                project=project,
+            )  # fmt: skip
             batch = _read(ctx, session, ids) if ids else None
             if teardown is None:
                 teardown = _teardowns(session)
