@@ -371,18 +371,16 @@ class SimulatedCluster:
         return [f"{row.kind}/{row.name}" for row in doomed]
 
     def drain(self, namespace: str, unit: str, release: str) -> None:
-        with self._call() as conn:
-            if self._delete_where(
-                conn, namespace, {"nebula.dev/service": unit, "nebula.dev/release": release}
-            ):
-                self._record(conn, f"drain {namespace}/{unit} {release}")
+        self._delete_release("drain", namespace, unit, release)
 
     def remove(self, namespace: str, unit: str, release: str) -> None:
+        self._delete_release("remove", namespace, unit, release)
+
+    def _delete_release(self, verb: str, namespace: str, unit: str, release: str) -> None:
+        labels = {"nebula.dev/service": unit, "nebula.dev/release": release}
         with self._call() as conn:
-            if self._delete_where(
-                conn, namespace, {"nebula.dev/service": unit, "nebula.dev/release": release}
-            ):
-                self._record(conn, f"remove {namespace}/{unit} {release}")
+            if self._delete_where(conn, namespace, labels):
+                self._record(conn, f"{verb} {namespace}/{unit} {release}")
 
     def teardown(self, namespace: str, unit: str) -> Teardown:
         with self._call() as conn:
