@@ -46,10 +46,12 @@ from reconciler import bootstrap, settings
 from reconciler.admin import projects as project_rows
 from reconciler.store import schema
 from reconciler.store.database import Database
+from reconciler.web.hooks import signature
 from tests.plugins.git import GitRepo
 from tests.web.world import ServeProcess, serve_env
 
 TICK = 1.0  # the scheduler's tick interval
+HOOK_SECRET = "bench-hook-secret"
 
 
 def toml(image_seed: str) -> str:
@@ -111,9 +113,11 @@ class Installation:
                     self.repos[slug].commit({"nebula.toml": toml(f"{slug}-0")}, "First version")
                 else:
                     GitRepo(path, bare=True).commit({"nebula.toml": toml(f"{slug}-0")})
-                project_rows.add(
+                project = project_rows.add(
                     session, ctx.clock, slug, str(path), interval=timedelta(seconds=interval)
                 )
+                # Signed, as a git host sends them: unsigned ones are coalesced per 10 s.
+                project_rows.set_value(session, ctx.vault, project, "webhook_secret", HOOK_SECRET)
         ctx.db.dispose()
         self.db = Database(f"sqlite:///{root / 'state' / 'nebula.db'}", migrate=False)
         self.server = ServeProcess(self.env, root / "serve.log")
@@ -167,10 +171,15 @@ def run_pushes(inst: Installation, plan: list[Push], *, webhooks: bool) -> None:
         )
         push.pushed = datetime.now(UTC)
         if webhooks:
+            body = b'{"ref": "refs/heads/main"}'
             client.post(
                 f"{inst.server.url}/hooks/git/{push.slug}",
-                content=b"{}",
-                headers={"X-GitHub-Delivery": str(uuid.uuid4()), "X-GitHub-Event": "push"},
+                content=body,
+                headers={
+                    "X-GitHub-Delivery": str(uuid.uuid4()),
+                    "X-GitHub-Event": "push",
+                    "X-Hub-Signature-256": signature(HOOK_SECRET, body),
+                },
             )
     client.close()
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from reconciler.admin import projects
 from reconciler.clock import Clock, SystemClock
 from reconciler.context import Context
 from reconciler.gitsource.cache import GitCache
@@ -17,6 +19,12 @@ from reconciler.store.database import Database
 def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = True) -> Context:
     db = Database(settings.resolved_database_url)
     vault = open_vault(settings.secret_key, settings.state_dir)
+    try:
+        projects.seal_credentials(db, vault)
+    except Exception as exc:  # a read-only store: it is tried again on the next start
+        logging.getLogger("nebula").warning(
+            "could not encrypt the credentials of repository URLs", extra={"reason": str(exc)}
+        )
     cache = None
     if git:
         cache = GitCache(

@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from notifiers import outbox
 from reconciler import reconciling
+from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.engine import ticking
 from reconciler.gitops import polling
@@ -313,8 +314,8 @@ class Scheduler:
                 if project.last_polled_at is None:
                     continue
                 factor = 1 - self.timings.jitter * self._rng.random()
-                project.next_poll_at = project.last_polled_at + timedelta(
-                    seconds=project.interval_seconds * factor
+                project_rows.schedule_next(
+                    project, timedelta(seconds=project.interval_seconds * factor)
                 )
             self._release(session, [f"poll:{s}" for s in slugs])
 

@@ -14,11 +14,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler.admin import projects
 from reconciler.admin.members import shown_actor
 from reconciler.clock import utc
 from reconciler.core.states import ApprovalTarget, DeploymentState
 from reconciler.engine.queueing import Ended
-from reconciler.gitsource.urls import sanitize_url
 from reconciler.requests import approvals
 from reconciler.store import schema
 
@@ -132,13 +132,14 @@ def project_status(
         )
     return {
         "slug": project.slug,
-        "repo": sanitize_url(project.repo_url),
+        "repo": projects.shown_repo(project),
         "branch": project.branch,
         "commit": project.last_commit,
         "blocker": project.blocker,
         "message": project.blocker_message,
         "blocker_commit": project.blocker_commit,
         "last_polled_at": iso(project.last_polled_at),
+        "webhook_signed": project.webhook_secret is not None,
         "environments": environments,
     }
 
@@ -155,7 +156,7 @@ def project(p: schema.Project) -> dict[str, Any]:
     """``nebula project list --json``: a project's registration and when it was polled."""
     return {
         "slug": p.slug,
-        "repo": sanitize_url(p.repo_url),
+        "repo": projects.shown_repo(p),
         "branch": p.branch,
         "path": p.path,
         "interval": p.interval_seconds,
@@ -165,6 +166,9 @@ def project(p: schema.Project) -> dict[str, Any]:
         "message": p.blocker_message,
         "last_polled_at": iso(p.last_polled_at),
         "next_poll_at": iso(p.next_poll_at),
+        # A project without a webhook secret takes push notifications from anyone.
+        "webhook_signed": p.webhook_secret is not None,
+        "webhook_limit": p.webhook_limit_seconds or None,
     }
 
 

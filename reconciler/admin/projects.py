@@ -1,11 +1,17 @@
-"""Registered projects: a git repository, a tracked branch and the path of its nebula.toml."""
+"""Registered projects: a git repository, a tracked branch and the path of its nebula.toml.
+
+A repository URL with credentials in it (``https://user:token@host/x``, ``?private_token=``)
+is stored twice: ``repo_url`` holds it as every output shows it (``https://***@host/x``, by
+``urls.sanitize_url``), ``repo_url_encrypted`` the URL as given, encrypted with the vault;
+``remote_url`` decrypts it for git alone.
+"""
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
@@ -18,6 +24,7 @@ from reconciler.model.reading import SLUG
 from reconciler.model.specs import EnvironmentConfig
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
+from reconciler.store.database import Database
 
 SETTABLE = (
     "concurrency",
@@ -27,6 +34,7 @@ SETTABLE = (
     "repo",
     "slack_channel",
     "webhook_secret",
+    "webhook_limit",
     "cluster.ENV",
 )
 
@@ -40,6 +48,7 @@ def add(
     branch: str = "main",
     path: str = "nebula.toml",
     interval: timedelta = timedelta(seconds=60),
+    vault: Vault | None = None,
 ) -> schema.Project:
     if not SLUG.match(slug):
         raise ConfigurationError(
@@ -52,7 +61,7 @@ def add(
     _check_interval(interval)
     project = schema.Project(
         slug=slug,
-        repo_url=repo.strip(),
+        repo_url="",
         branch=branch,
         path=path,
         interval_seconds=int(interval.total_seconds()),
@@ -60,6 +69,7 @@ def add(
         created_at=clock.now(),
         next_poll_at=clock.now(),
     )
+    _store_repo(project, vault, repo)
     session.add(project)
     session.flush()
     return project
@@ -76,6 +86,80 @@ def _check_repo(repo: str) -> None:
         )
 
 
+def _store_repo(project: schema.Project, vault: Vault | None, repo: str) -> None:
+    url = repo.strip()
+    shown = urls.sanitize_url(url)
+    if shown != url and vault is None:
+        raise ConfigurationError("credentials in a repository URL need the vault to be stored")
+    project.repo_url = shown
+    project.repo_url_encrypted = vault.encrypt(url) if shown != url and vault else None
+
+
+def seal_credentials(db: Database, vault: Vault) -> int:
+    """Projects registered before URLs with credentials were stored encrypted: seal them;
+    returns how many. On SQLite the freed bytes are zeroed (``secure_delete``) and the
+    write-ahead log is truncated, so no copy of the old text stays in the files."""
+    with db.reading() as session:
+        query = select(schema.Project.id, schema.Project.repo_url).where(
+            schema.Project.repo_url_encrypted.is_(None)
+        )
+        legacy = [
+            r.id for r in session.execute(query) if urls.sanitize_url(r.repo_url) != r.repo_url
+        ]
+    if not legacy:
+        return 0
+    with db.transaction() as session:
+        if db.is_sqlite:
+            session.execute(text("PRAGMA secure_delete = ON"))
+        for project in session.scalars(select(schema.Project).where(schema.Project.id.in_(legacy))):
+            _store_repo(project, vault, project.repo_url)
+    if db.is_sqlite:  # outside any transaction, which a checkpoint cannot run in
+        connection = db.engine.raw_connection()
+        try:
+            connection.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
+    return len(legacy)
+
+
+def remote_url(project: schema.Project, vault: Vault) -> str:
+    """The URL git is handed: as registered, credentials included."""
+    if project.repo_url_encrypted is None:
+        return project.repo_url
+    return vault.decrypt(project.repo_url_encrypted)
+
+
+def shown_repo(project: schema.Project) -> str:
+    """The URL as every output shows it: ``https://***@host/x`` when it has credentials."""
+    return urls.sanitize_url(project.repo_url)
+
+
+def schedule_next(project: schema.Project, wait: timedelta) -> None:
+    """After a poll: the next one ``wait`` after it, or sooner when a coalesced push
+    notification (see ``web/hooks.py``) was promised a poll in between."""
+    assert project.last_polled_at is not None
+    when = project.last_polled_at + wait
+    promised = project.webhook_polled_at
+    if promised is not None and project.last_polled_at < promised < when:
+        when = promised
+    project.next_poll_at = when
+
+
+def _reschedule(project: schema.Project) -> None:
+    """A new interval counts from the last poll at once; a poll already due sooner stays."""
+    if project.last_polled_at is None:
+        return  # never polled: it is due already
+    sooner = project.last_polled_at + timedelta(seconds=project.interval_seconds)
+    if project.next_poll_at is None or sooner < project.next_poll_at:
+        project.next_poll_at = sooner
+
+
+def _limit_seconds(value: str) -> int:
+    if value.strip().lower() in ("0", "none", "off", "unlimited"):
+        return 0
+    return int(parse_duration(value, setting="webhook_limit").total_seconds())
+
+
 def _check_interval(interval: timedelta) -> None:
     if interval.total_seconds() < 1:
         raise ConfigurationError("the poll interval must be at least 1s", hint="e.g. --interval 60")
@@ -85,8 +169,11 @@ def find(session: Session, slug: str) -> schema.Project | None:
     return session.scalars(select(schema.Project).where(schema.Project.slug == slug)).first()
 
 
-def get(session: Session, slug: str) -> schema.Project:
-    project = find(session, slug)
+def get(session: Session, slug: str, *, lock: bool = False) -> schema.Project:
+    """The project named ``slug``; ``lock`` holds its row until the transaction ends
+    (PostgreSQL: replicas deciding on the same project's webhook take turns)."""
+    query = select(schema.Project).where(schema.Project.slug == slug)
+    project = session.scalars(query.with_for_update() if lock else query).first()
     if project is None:
         raise NotFoundError(
             f"No project named '{slug}'", hint="list them with: nebula project list"
@@ -114,17 +201,20 @@ def set_value(
         interval = parse_duration(value, setting="interval")
         _check_interval(interval)
         project.interval_seconds = int(interval.total_seconds())
+        _reschedule(project)
     elif key == "branch":
         project.branch = value
     elif key == "path":
         project.path = value
     elif key == "repo":
         _check_repo(value)
-        project.repo_url = value
+        _store_repo(project, vault, value)
     elif key == "slack_channel":
         project.slack_channel = value or None
     elif key == "webhook_secret":
         project.webhook_secret = vault.encrypt(value) if value else None
+    elif key == "webhook_limit":
+        project.webhook_limit_seconds = _limit_seconds(value)
     elif key.startswith("cluster."):
         env = key.split(".", 1)[1]
         project.clusters = {**(project.clusters or {}), env: value}

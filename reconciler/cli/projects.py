@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 import time
 
 from reconciler import reconciling, views
 from reconciler.admin import projects
 from reconciler.cli import common, output
 from reconciler.durations import parse_duration
-from reconciler.gitsource.urls import sanitize_url
+from reconciler.errors import ConfigurationError
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -28,7 +30,11 @@ def register(subparsers: common.Subparsers) -> None:
     p = common.command(project, "set", project_set, "change a project setting")
     p.add_argument("slug")
     p.add_argument("key", help=", ".join(projects.SETTABLE))
-    p.add_argument("value")
+    p.add_argument(
+        "value",
+        nargs="?",
+        help="for webhook_secret leave it out: it is read from stdin, or asked for",
+    )
 
     p = common.command(
         subparsers, "reconcile", reconcile, "one pass now: poll, stage, apply, advance"
@@ -54,6 +60,7 @@ def project_add(args: argparse.Namespace) -> int:
             branch=args.branch,
             path=args.path,
             interval=interval or ctx.settings.poll_interval,
+            vault=ctx.vault,
         )
         data = views.project(project)
     if args.json:
@@ -84,20 +91,56 @@ def project_list(args: argparse.Namespace) -> int:
                 ["project", "repo", "branch", "commit", "blocker"],
             )
         )
+        unsigned = [str(r["slug"]) for r in rows if not r["webhook_signed"]]
+        if unsigned:
+            output.warning(
+                f"{', '.join(unsigned)} accept{'s' if len(unsigned) == 1 else ''} push "
+                "notifications from anyone: no webhook secret",
+                hint=f"nebula project set {unsigned[0]} webhook_secret (reads it from stdin)",
+            )
     return 0
 
 
 def project_set(args: argparse.Namespace) -> int:
+    value = args.value
+    if args.key == "webhook_secret":
+        value = _webhook_secret(args.slug, value)
+    elif value is None:
+        raise ConfigurationError(
+            f"no value for {args.key}", hint=f"nebula project set {args.slug} {args.key} VALUE"
+        )
     with common.transaction(args) as (ctx, session):
         project = projects.get(session, args.slug)
-        projects.set_value(session, ctx.vault, project, args.key, args.value)
-    shown = args.value
-    if args.key == "webhook_secret":
-        shown = "***"
-    elif args.key == "repo":
-        shown = sanitize_url(args.value)  # a URL may carry a token: never echo it back
+        projects.set_value(session, ctx.vault, project, args.key, value)
+        shown = value
+        if args.key == "webhook_secret":
+            shown = "***" if value else "(none: unsigned notifications are accepted)"
+        elif args.key == "repo":
+            shown = projects.shown_repo(project)  # a URL may carry a token: never echo it
     print(f"{args.slug}: {args.key} = {shown}")
     return 0
+
+
+def _webhook_secret(slug: str, given: str | None) -> str:
+    """The secret from the command line (with a warning), a terminal prompt, or stdin."""
+    if given is not None:
+        if given:
+            output.warning(
+                "a secret on the command line may be kept in your shell history",
+                hint=f"next time leave it out: nebula project set {slug} webhook_secret",
+            )
+        return given
+    if sys.stdin.isatty():
+        value = getpass.getpass(f"Webhook secret for {slug}: ")
+    else:
+        value = sys.stdin.read().removesuffix("\n")
+    if not value:
+        raise ConfigurationError(
+            "no webhook secret given",
+            hint=f'printf %s "$SECRET" | nebula project set {slug} webhook_secret '
+            f'(to remove it: nebula project set {slug} webhook_secret "")',
+        )
+    return value
 
 
 def reconcile(args: argparse.Namespace) -> int:

@@ -186,3 +186,13 @@ class DecisionChannel(StrEnum):
     SLACK = "slack"
     RULE = "rule"
     EXPIRY = "expiry"
+
+
+class HookOutcome(StrEnum):
+    """What a push notification did (``POST /hooks/git/{project}``; the webhooks metric)."""
+
+    POLLING = "polling"
+    DUPLICATE = "duplicate"  # a delivery id already received
+    IGNORED = "ignored"  # a ping, a tag, another branch: nothing to poll
+    COALESCED = "coalesced"  # unsigned, within the project's webhook_limit: a poll covers it
+    UNAUTHORIZED = "unauthorized"

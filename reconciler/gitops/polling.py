@@ -46,7 +46,9 @@ def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
         rows = project_rows.listing(session)
         wanted = set(slugs) if slugs is not None else None
         targets = [
-            (p.slug, p.repo_url, p.branch) for p in rows if wanted is None or p.slug in wanted
+            (p.slug, project_rows.remote_url(p, ctx.vault), p.branch)
+            for p in rows
+            if wanted is None or p.slug in wanted
         ]
     # Moved heads are fetched by the same workers, overlapping with other remotes' answers.
     heads = ctx.git.heads({(url, branch) for _, url, branch in targets}, fetch=True)
@@ -93,7 +95,7 @@ def _poll_one(
     report.polled += 1
     now = ctx.clock.now()
     project.last_polled_at = now
-    project.next_poll_at = now + timedelta(seconds=project.interval_seconds)
+    project_rows.schedule_next(project, timedelta(seconds=project.interval_seconds))
     state = _Poll(head)
     for step in (_reachable, _moved, _fetched, _present, _valid):
         stop = step(session, ctx, project, state)
@@ -142,10 +144,11 @@ def _fetched(
 ) -> Blocked | None:
     """The new head's file and commit, read as a blob (no checkout)."""
     assert ctx.git is not None
+    url = project_rows.remote_url(project, ctx.vault)
     try:
-        ctx.git.ensure(project.repo_url, project.branch, state.commit)
-        state.blob = ctx.git.read_file(project.repo_url, state.commit, project.path)
-        state.info = ctx.git.commit_info(project.repo_url, state.commit)
+        ctx.git.ensure(url, project.branch, state.commit)
+        state.blob = ctx.git.read_file(url, state.commit, project.path)
+        state.info = ctx.git.commit_info(url, state.commit)
     except NebulaError as exc:
         return Blocked(Blocker.DELIVERY, _keep_serving(exc.message))
     project.last_commit = state.commit

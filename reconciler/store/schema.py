@@ -91,13 +91,18 @@ class Project(Base):
     __tablename__ = "projects"
     id: Mapped[int] = mapped_column(primary_key=True)
     slug: Mapped[str] = mapped_column(String(40), unique=True)
-    repo_url: Mapped[str] = mapped_column(Text)
+    repo_url: Mapped[str] = mapped_column(Text)  # as shown: credentials masked (***@)
+    repo_url_encrypted: Mapped[bytes | None] = mapped_column(LargeBinary)  # as given, encrypted
     branch: Mapped[str] = mapped_column(String(255))
     path: Mapped[str] = mapped_column(String(255))
     interval_seconds: Mapped[int] = mapped_column(Integer)
     concurrency: Mapped[int | None]
     slack_channel: Mapped[str | None] = mapped_column(String(80))
     webhook_secret: Mapped[bytes | None] = mapped_column(LargeBinary)  # encrypted
+    # Unsigned push notifications (no webhook secret) poll at most once per this many seconds
+    # (0: no limit); the last one that did, shared by every replica.
+    webhook_limit_seconds: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
+    webhook_polled_at: Mapped[datetime | None]
     clusters: Mapped[dict[str, Any]] = mapped_column(default=dict)  # environment -> context
     created_at: Mapped[datetime]
     # Polling
@@ -321,6 +326,7 @@ class OutboxMessage(Base):
 
 class WebhookDelivery(Base):
     __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_received", "received_at"),)
     delivery_id: Mapped[str] = mapped_column(String(100), primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
     received_at: Mapped[datetime]

@@ -1,25 +1,34 @@
 """``POST /hooks/git/{project}``: a push notification makes that project poll now.
 
-GitHub-style: when the project has a webhook secret (``nebula project set SLUG
-webhook_secret``), ``X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body>`` must match,
-else 401 and nothing happens. ``X-GitHub-Delivery`` is recorded; a delivery id seen before
-(a replay, or GitHub's "redeliver") does nothing. The body is not read beyond the signature:
-the poll asks the remote itself, so a forged or stale payload cannot make Nebula deploy
-anything the branch does not hold. The answer comes at once; the poll runs in the background.
+``web/forges.py`` recognises the forge by its headers, checks its signature when the project
+has a webhook secret (``nebula project set SLUG webhook_secret``), and reads the pushed refs;
+this route does the I/O around it, in one transaction:
+
+- a refused signature or token: 401 naming the header checked, and nothing changes;
+- a ping or test event, a tag push, a push of other branches only: 200 ``ignored`` with the
+  reason, nothing recorded or polled;
+- a delivery id seen before (a replay, a forge's "redeliver"): 200 ``duplicate``, nothing;
+- an unsigned notification (a project without a secret) within ``webhook_limit`` of the last
+  poll it caused: 202 ``coalesced``; one poll at the end of that window covers it, scheduled
+  through ``next_poll_at`` so any replica's scheduler runs it;
+- otherwise the delivery id is recorded (pruned after 7 days by the scheduler) and the project
+  polls in the background: 202 ``polling``.
+
+The payload decides only whether to poll: the poll asks the remote itself, so a forged or
+stale payload cannot make Nebula deploy anything the branch does not hold.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import (
     APIRouter,
     BackgroundTasks,
     Depends,
-    Header,
     HTTPException,
     Path,
     Request,
@@ -27,12 +36,15 @@ from fastapi import (
 )
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
+from reconciler import views
 from reconciler.admin import projects
+from reconciler.core.states import HookOutcome
 from reconciler.errors import UnauthorizedError
 from reconciler.gitops import polling
 from reconciler.store import schema
-from reconciler.web import models
+from reconciler.web import forges, models
 from reconciler.web.appstate import AppState, get_state
 from reconciler.web.error_responses import documented
 
@@ -43,38 +55,82 @@ MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 
 def signature(secret: str, body: bytes) -> str:
     """The ``X-Hub-Signature-256`` value GitHub sends for ``body``."""
-    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return forges.Scheme.PREFIXED_HMAC.sign(secret, body)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    forge: forges.Forge
+    delivery: str | None
+    outcome: HookOutcome
+    reason: str | None = None
 
 
 def _receive(
-    state: AppState, slug: str, body: bytes, signed: str | None, delivery: str | None
-) -> str:
-    """Verify and record one notification; returns ``polling`` or ``duplicate``."""
+    state: AppState, slug: str, headers: forges.Headers, body: bytes
+) -> Receipt | forges.Refusal:
+    """Verify, decide and record one notification (see the module's docstring)."""
+    now = state.ctx.clock.now()
     with state.ctx.db.transaction() as session:
-        project = projects.get(session, slug)
+        project = projects.get(session, slug, lock=True)
+        secret = None
         if project.webhook_secret is not None:
-            expected = signature(state.ctx.vault.decrypt(project.webhook_secret), body)
-            if signed is None or not hmac.compare_digest(expected, signed.strip()):
-                state.metrics.webhooks.labels("unauthorized").inc()
-                raise UnauthorizedError(
-                    "The X-Hub-Signature-256 signature does not match this project's webhook secret",
-                    hint="set the same secret on the git host and with: "
-                    f"nebula project set {slug} webhook_secret",
+            secret = state.ctx.vault.decrypt(project.webhook_secret)
+        note = forges.receive(headers, body, secret=secret, branch=project.branch)
+        if isinstance(note, forges.Refusal):
+            return note
+        if note.action is forges.Action.IGNORE:
+            return Receipt(note.forge, note.delivery, HookOutcome.IGNORED, note.reason)
+        if note.delivery is not None and _seen(session, note.delivery):
+            return Receipt(note.forge, note.delivery, HookOutcome.DUPLICATE)
+        if not note.signed:
+            covered_by = _coalesce(project, now)
+            if covered_by is not None:
+                reason = (
+                    f"unsigned push notifications poll {slug} at most once every "
+                    f"{project.webhook_limit_seconds}s; the poll at {views.iso(covered_by)} "
+                    "covers this one"
                 )
-        if delivery is None:
-            return "polling"
-        if session.get(schema.WebhookDelivery, delivery) is not None:
-            return "duplicate"
-        session.add(
-            schema.WebhookDelivery(
-                delivery_id=delivery, project_id=project.id, received_at=state.ctx.clock.now()
+                return Receipt(note.forge, note.delivery, HookOutcome.COALESCED, reason)
+        if note.delivery is not None and not _record(session, project, note.delivery, now):
+            return Receipt(note.forge, note.delivery, HookOutcome.DUPLICATE)
+        if not note.signed:
+            project.webhook_polled_at = now
+        return Receipt(note.forge, note.delivery, HookOutcome.POLLING)
+
+
+def _seen(session: Session, delivery: str) -> bool:
+    return session.get(schema.WebhookDelivery, delivery) is not None
+
+
+def _record(session: Session, project: schema.Project, delivery: str, now: datetime) -> bool:
+    """Record the delivery id; False when another request recorded it first."""
+    try:
+        with session.begin_nested():
+            session.add(
+                schema.WebhookDelivery(delivery_id=delivery, project_id=project.id, received_at=now)
             )
-        )
-        try:
-            session.flush()
-        except IntegrityError:
-            return "duplicate"  # the same delivery, received twice at once
-    return "polling"
+    except IntegrityError:
+        return False  # the same delivery, received twice at once
+    return True
+
+
+def _coalesce(project: schema.Project, now: datetime) -> datetime | None:
+    """Within ``webhook_limit`` of the last poll unsigned notifications caused: the time of
+    the poll that covers this one (scheduled here if none is yet), else None (poll now)."""
+    limit = project.webhook_limit_seconds
+    last = project.webhook_polled_at
+    if not limit or last is None:
+        return None
+    if last > now:
+        return last  # a poll is already scheduled after this notification
+    slot = last + timedelta(seconds=limit)
+    if now >= slot:
+        return None
+    project.webhook_polled_at = slot
+    if project.next_poll_at is None or slot < project.next_poll_at:
+        project.next_poll_at = slot
+    return slot
 
 
 def _poll_inline(state: AppState, slug: str) -> None:
@@ -90,11 +146,11 @@ def _poll_inline(state: AppState, slug: str) -> None:
     responses={
         200: {
             "model": models.HookReceipt,
-            "description": "a delivery already received: nothing done",
+            "description": "ignored (a ping, a tag, another branch) or duplicate: nothing done",
         },
         **documented(401, 404, 422),
     },
-    summary="A push notification: poll this project now",
+    summary="A push notification from GitHub, GitLab, Gitea, Forgejo or Bitbucket: poll now",
 )
 async def git_push(
     project: Annotated[str, Path(pattern=models.NAME_PATTERN, max_length=40)],
@@ -102,24 +158,45 @@ async def git_push(
     response: Response,
     background: BackgroundTasks,
     state: Annotated[AppState, Depends(get_state)],
-    x_hub_signature_256: Annotated[str | None, Header(max_length=200)] = None,
-    x_github_delivery: Annotated[str | None, Header(max_length=100)] = None,
 ) -> dict[str, Any]:
     body = await request.body()
     if len(body) > MAX_BODY:
         raise HTTPException(413, "The notification is larger than 25 MB")
-    delivery = (
-        x_github_delivery.strip() if x_github_delivery and x_github_delivery.strip() else None
-    )
-    outcome = await run_in_threadpool(_receive, state, project, body, x_hub_signature_256, delivery)
-    state.metrics.webhooks.labels(outcome).inc()
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    received = await run_in_threadpool(_receive, state, project, headers, body)
+    if isinstance(received, forges.Refusal):
+        state.metrics.webhooks.labels(HookOutcome.UNAUTHORIZED.value).inc()
+        log.info(
+            "push notification refused",
+            extra={"project": project, "forge": received.forge.value, "header": received.header},
+        )
+        raise UnauthorizedError(
+            received.message,
+            hint="set the same secret on the git host and with: "
+            f"nebula project set {project} webhook_secret",
+        )
+    outcome = received.outcome
+    state.metrics.webhooks.labels(outcome.value).inc()
     log.info(
-        "push notification", extra={"project": project, "delivery": delivery, "outcome": outcome}
+        "push notification",
+        extra={
+            "project": project,
+            "forge": received.forge.value,
+            "delivery": received.delivery,
+            "outcome": outcome.value,
+        },
     )
-    if outcome == "duplicate":
+    if outcome in (HookOutcome.DUPLICATE, HookOutcome.IGNORED):
         response.status_code = 200
-    elif state.scheduler is not None:
-        state.scheduler.poll_soon(project)
-    else:
-        background.add_task(_poll_inline, state, project)
-    return {"project": project, "delivery": delivery, "status": outcome}
+    elif outcome is HookOutcome.POLLING:
+        if state.scheduler is not None:
+            state.scheduler.poll_soon(project)
+        else:
+            background.add_task(_poll_inline, state, project)
+    return {
+        "project": project,
+        "forge": received.forge.value,
+        "delivery": received.delivery,
+        "status": outcome.value,
+        "reason": received.reason,
+    }

@@ -57,7 +57,7 @@ class Metrics:
         )
         self.webhooks = Counter(
             "nebula_webhooks",
-            "Push notifications received, by outcome (polling, duplicate, unauthorized)",
+            "Push notifications received, by outcome (polling, duplicate, ignored, coalesced, unauthorized)",
             ["outcome"],
             registry=self.registry,
         )

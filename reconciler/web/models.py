@@ -52,6 +52,12 @@ class Project(Out):
     message: str | None
     last_polled_at: str | None
     next_poll_at: str | None
+    webhook_signed: bool = Field(
+        description="false: push notifications need no signature (anyone may send one)"
+    )
+    webhook_limit: int | None = Field(
+        description="unsigned push notifications poll at most once per this many seconds"
+    )
 
 
 class ProjectList(Out):
@@ -248,5 +254,11 @@ class Health(Out):
 
 class HookReceipt(Out):
     project: str
+    forge: str = Field(description="github, gitlab, gitea, forgejo, bitbucket-cloud, ...")
     delivery: str | None
-    status: str = Field(description="polling, or duplicate for a delivery already received")
+    status: str = Field(
+        description="polling; duplicate (a delivery already received), ignored (see reason), "
+        "or coalesced (an unsigned notification within the project's webhook_limit: one poll "
+        "at the end of it covers it)"
+    )
+    reason: str | None = None

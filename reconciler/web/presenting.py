@@ -215,7 +215,11 @@ def project_page(session: Session, project: schema.Project) -> dict[str, Any]:
         environments.append(EnvironmentView(env_status, services, summary(env_status["services"])))
     return {
         "project": status,
-        "settings": {"interval": project.interval_seconds, "path": project.path},
+        "settings": {
+            "interval": project.interval_seconds,
+            "path": project.path,
+            "webhook_limit": project.webhook_limit_seconds,
+        },
         "environments": environments,
         "approvals": pending_approvals(session, project.id),
         "changesets": recent_changesets(session, project.id),

@@ -147,7 +147,7 @@ class InProcess:
         op.run("secret set shop staging STRIPE_KEY", stdin=c.server_secret + "\n")
         op.run("secret list shop staging")
         op.json("secret list shop production")
-        op.run(f"project set shop webhook_secret {c.webhook_secret}")
+        op.run("project set shop webhook_secret", stdin=c.webhook_secret + "\n")
 
         op.json("reconcile --until-idle")
         self.settle()
@@ -323,6 +323,9 @@ class InProcess:
         self.request(
             "POST", "/hooks/git/shop", content=b"{}", headers={"X-Hub-Signature-256": "sha256=00"}
         )
+        # GitLab sends the secret itself: accepted, and never logged or shown back.
+        gitlab = {"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": self.canaries.webhook_secret}
+        self.request("POST", "/hooks/git/shop", content=b'{"ref": "refs/tags/v1"}', headers=gitlab)
         self.request("GET", "/metrics")
         self.request("GET", "/healthz")
 

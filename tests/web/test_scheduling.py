@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from reconciler import scheduling
+from reconciler import bootstrap, scheduling
 from reconciler.gitops.polling import PollReport
 from reconciler.store import schema
 from tests.plugins.git import GitRepo
@@ -174,3 +174,58 @@ def test_stopping_waits_for_work_and_releases_this_replicas_leases(three: Nebula
         assert [lease.owner for lease in session.query(schema.Lease)] == ["other:1"]
     scheduler.poll_soon("gamma")  # ignored once stopped
     assert not scheduler.running
+
+
+# -- a changed interval, and old delivery ids -------------------------------------------------
+
+
+def test_a_lowered_interval_polls_within_one_tick_on_any_replica(three: Nebula) -> None:
+    """``project set alpha interval 1`` (the CLI, one process) is seen by a scheduler that
+    shares only the store (another replica): its next check polls alpha."""
+    replica = bootstrap.open_context(three.ctx.settings, three.clock)
+    try:
+        scheduler = scheduling.Scheduler(replica, rng=random.Random(7))
+        assert scheduler.poll_due().polled == 3
+        three.clock.advance(5)
+        assert scheduler.poll_due().polled == 0  # interval 100: 85 s or more to go
+
+        changed = three.ok("project set alpha interval 1")
+
+        polled = _projects(three)["alpha"].last_polled_at
+        report = scheduler.poll_due()  # the scheduler checks every `poll_check` (1 s)
+        assert changed.out == "alpha: interval = 1\n"
+        assert report.polled == 1
+        assert _projects(three)["alpha"].last_polled_at == three.clock.now() != polled
+        three.clock.advance(1)
+        assert scheduler.poll_due().polled == 1  # and every second from now on
+    finally:
+        replica.db.dispose()
+
+
+def test_a_raised_interval_keeps_the_poll_already_due_sooner(three: Nebula) -> None:
+    scheduling.Scheduler(three.ctx).poll_due()
+    before = _projects(three)["alpha"].next_poll_at
+
+    three.ok("project set alpha interval 1h")
+
+    assert _projects(three)["alpha"].next_poll_at == before
+
+
+def test_delivery_ids_older_than_seven_days_are_pruned(three: Nebula) -> None:
+    now = three.clock.now()
+    with three.ctx.db.transaction() as session:
+        project_id = session.query(schema.Project).filter_by(slug="alpha").one().id
+        for name, age in (("old", timedelta(days=7, seconds=1)), ("recent", timedelta(days=6))):
+            for n in range(50):  # a flood of distinct ids
+                session.add(
+                    schema.WebhookDelivery(
+                        delivery_id=f"{name}-{n}", project_id=project_id, received_at=now - age
+                    )
+                )
+
+    scheduling.Scheduler(three.ctx).expire()
+
+    with three.ctx.db.transaction() as session:
+        kept = {d.delivery_id.split("-")[0] for d in session.query(schema.WebhookDelivery)}
+        count = session.query(schema.WebhookDelivery).count()
+    assert (kept, count) == ({"recent"}, 50)
