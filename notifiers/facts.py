@@ -35,6 +35,7 @@ class Line:
     field: str
     before: Any
     after: Any
+    via: str | None = None  # the reference that changed a resolved value, e.g. "a.K"
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ class ApprovalRequest:
     lines: tuple[Line, ...] = ()
     manifests: ManifestDiff = field(default_factory=ManifestDiff)
     decision: Decision | None = None  # set once it is no longer pending
+    # In a gated environment: what the gating environment proved ("Verified in staging: ...").
+    evidence: tuple[str, ...] = ()
 
     @property
     def by_project(self) -> bool:

@@ -45,7 +45,7 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
             if changeset.commit:
                 commit = Commit(changeset.commit, changeset.author, changeset.message)
             lines = tuple(
-                Line(line.service, line.kind, line.field, line.before, line.after)
+                Line(line.service, line.kind, line.field, line.before, line.after, line.via)
                 for line in changeset.lines
             )
         deployments = list(
@@ -86,6 +86,7 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
         lines=lines,
         manifests=manifestdiffs.summarize(Scope(project.slug, env.name), pairs),
         decision=None if a.state == ApprovalState.PENDING else decision(a),
+        evidence=tuple(a.evidence or ()),
     )
 
 

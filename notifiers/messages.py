@@ -24,7 +24,7 @@ from notifiers.facts import (
     when,
 )
 from notifiers.notifying import Message
-from reconciler.core.states import ApprovalTarget
+from reconciler.core.states import ApprovalTarget, LineKind
 
 APPROVE = "nebula_approve"
 REJECT = "nebula_reject"
@@ -63,6 +63,8 @@ def approval(request: ApprovalRequest) -> Message:
         out.append(
             blocks.section("*Services*\n" + "\n".join(_service(s) for s in request.services))
         )
+    if request.evidence:
+        out.append(blocks.section("\n".join(f":mag: {escape(e)}" for e in request.evidence)))
     if request.lines:
         out.append(blocks.section(_lines_text(request.lines)))
     out.append(blocks.section(manifest_summary(request.manifests)))
@@ -148,6 +150,8 @@ def _lines_text(lines: tuple[Line, ...]) -> str:
 def diff_line(line: Line) -> str:
     """``+`` added, ``-`` removed, ``~`` changed: the way a reviewer scans a diff."""
     name = line.field.removeprefix("variables.")
+    if line.kind == LineKind.SECRET:
+        return f"~ {line.service} {line.field} changed"
     if line.kind == "first-deploy":
         return f"+ {line.service}: first deploy, {value(line.after)}"
     if line.kind == "removal":
@@ -156,7 +160,8 @@ def diff_line(line: Line) -> str:
         return f"- {line.service} {name} (was {value(line.before)})"
     if line.before is None:
         return f"+ {line.service} {name} = {value(line.after)}"
-    return f"~ {line.service} {name}: {value(line.before)} → {value(line.after)}"
+    via = f" (via {line.via})" if line.via else ""
+    return f"~ {line.service} {name}: {value(line.before)} → {value(line.after)}{via}"
 
 
 def value(raw: Any) -> str:
@@ -197,6 +202,8 @@ def _approval_text(request: ApprovalRequest, title: str) -> str:
         else request.requested_by
     )
     text = f"{title}: {services or request.kind} (requested by {who})"
+    for evidence in request.evidence:
+        text += f". {evidence}"
     if request.decision is not None:
         text += f". {_plain_decision(request.decision)}"
     return text

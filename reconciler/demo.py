@@ -2,8 +2,10 @@
 
 A fixtures sample project is committed to a temporary git repository and registered; the
 reconciler polls it, stages a change set per environment and walks every deployment through
-its stages on the simulated cluster, printing each step. Production is protected: its approval
-is shown waiting and decided by an admin. A second commit changes a variable and an image.
+its stages on the simulated cluster, printing each step. Production is protected and promotes
+from staging: its change set waits until staging is healthy, then its approval (with what
+staging proved) is shown waiting and decided by an admin. A second commit changes a variable
+and an image.
 Everything lives in a temporary directory that is removed at the end; nothing keeps running.
 """
 
@@ -17,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
@@ -27,15 +30,21 @@ from sqlalchemy import select
 from reconciler import bootstrap, reconciling, views
 from reconciler.admin import members, projects
 from reconciler.context import Context
-from reconciler.core.states import ApprovalState, DecisionChannel
+from reconciler.core.states import ApprovalState, ChangeSetState, DecisionChannel, GateState
 from reconciler.requests import approvals, changesets, deciding
 from reconciler.settings import Settings
 from reconciler.store import schema
 from reconciler.store.events import EventKind
 from reconciler.web.app import create_app
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
 PROJECT = "webapp"
+
+
+def sample_file() -> str:
+    """The demo's nebula.toml, shipped inside the package (``reconciler/samples/webapp``, the
+    build's copy of fixtures/projects/webapp), so an installed wheel runs the demo anywhere."""
+    sample = resources.files("reconciler") / "samples" / PROJECT / "nebula.toml"
+    return sample.read_text(encoding="utf-8")
 
 
 class Demo:
@@ -81,8 +90,10 @@ class Demo:
             if first and report.poll.staged:
                 staged = len(report.poll.staged)
                 self.say(f"   polled: {staged} change set{'s' if staged != 1 else ''} staged")
-            first = False
             self.print_steps()
+            if first:
+                self.show_gates()
+            first = False
             if not report.busy or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
@@ -105,6 +116,16 @@ class Demo:
                     line += f"  ({event.message})"
                 self.say(line)
 
+    def show_gates(self) -> None:
+        """Change sets held by a promotion gate: production waits for what staging proves."""
+        with self.ctx.db.transaction() as session:
+            for changeset in changesets.listing(session, state=ChangeSetState.DRAFT):
+                if changeset.gate_state == GateState.WAITING.value:
+                    self.say(
+                        f"   {changeset.environment.name:<11} change set {changeset.id} waits: "
+                        f"{changeset.gate_message}"
+                    )
+
     def show_pending_approval(self) -> int:
         with self.ctx.db.transaction() as session:
             pending = approvals.listing(session, state=ApprovalState.PENDING)
@@ -114,11 +135,16 @@ class Demo:
             self.say(
                 f"   approval {approval.id}: {approval.environment.name} change set {changeset.id} "
                 f"from {changeset.commit[:7] if changeset.commit else '?'} "
-                f"requested by {members.shown_actor(approval.requested_by)}, {approval.state}"
+                f"requested by {views.approval(approval, changeset.author)['requested_by']}"
+                + (f" (push by {changeset.author})" if changeset.author else "")
+                + f", {approval.state}"
             )
+            for evidence in approval.evidence or ():
+                self.say(f"     {evidence}")
             for line in changeset.lines:
                 self.say(
-                    f"     {line.service:<7} {line.field:<28} {line.before!s} -> {line.after!s}"
+                    f"     {line.service:<7} {line.field:<28} "
+                    f"{views.shown_value(line.before)} -> {views.shown_value(line.after)}"
                 )
             return approval.id
 
@@ -145,8 +171,8 @@ class Demo:
 
     # -- the story ----------------------------------------------------------------------------
     def run(self, port: int | None) -> None:
-        source = (FIXTURES / PROJECT / "nebula.toml").read_text(encoding="utf-8")
-        self.say(f"Nebula demo: fixtures/projects/{PROJECT} in a temporary git repository")
+        source = sample_file()
+        self.say(f"Nebula demo: the sample project {PROJECT} in a temporary git repository")
         self.say(
             f"   state: {self.settings.state_dir} (SQLite), simulated cluster "
             f"({self.settings.simulated_delay.total_seconds():g}s per stage)"
@@ -163,7 +189,9 @@ class Demo:
         sha = self.commit(source, "Webapp: first version")
         self.heading(f"Push {sha[:7]}: the first version")
         self.run_until_idle()
-        self.heading("Production is protected: its change set waits for approval")
+        self.heading(
+            "Staging proved it; production is protected: its change set waits for approval"
+        )
         first = self.show_pending_approval()
         self.approve(first, "alice")
         self.run_until_idle()

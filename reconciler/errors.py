@@ -16,6 +16,7 @@ this tree::
     │   │   ├── AlreadyDecidedError   the approval was decided (or expired) before
     │   │   └── IllegalTransition     a state change the transition table does not allow
     │   ├── FrozenError         a deploy freeze is on
+    │   ├── GateError           a promotion gate: the image has not proven itself yet
     │   └── ConcurrencyError    the project runs its maximum number of deployments
     ├── UnauthorizedError       no token, or not a valid one
     └── RemoteError             a remote said no (``status``: its status code)
@@ -115,6 +116,13 @@ class IllegalTransition(ConflictError):
 
 class FrozenError(RefusedError):
     code = "frozen"
+
+
+class GateError(RefusedError):
+    """The target's promotion gate refuses the image: it has not stayed healthy long enough
+    (``soak``) in the environment it promotes from."""
+
+    code = "gate"
 
 
 class ConcurrencyError(RefusedError):

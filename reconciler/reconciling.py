@@ -1,5 +1,6 @@
-"""One reconcile pass: expire approvals, poll, advance deployments. Shared by
-``nebula reconcile`` and the scheduler of ``nebula serve``."""
+"""One reconcile pass: expire approvals, poll, advance (change sets waiting on a promotion
+gate, then deployments). Shared by ``nebula reconcile`` and the scheduler of ``nebula serve``
+(whose tick is ``advance``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from reconciler.context import Context
 from reconciler.engine import ticking
 from reconciler.gitops import polling
-from reconciler.requests import deciding
+from reconciler.requests import deciding, proceeding, removing
 
 
 @dataclass
@@ -17,6 +18,7 @@ class PassReport:
     poll: polling.PollReport = field(default_factory=polling.PollReport)
     moved: int = 0  # deployment steps taken
     busy: bool = False  # something can still move without a person (or a long wait)
+    forgotten: int = 0  # projects removed: torn down everywhere and forgotten
 
 
 def expire(ctx: Context) -> int:
@@ -29,5 +31,17 @@ def run_once(ctx: Context, project: str | None = None, *, poll: bool = True) -> 
     report.expired = expire(ctx)
     if poll:
         report.poll = polling.poll(ctx, [project] if project else None)
-    report.moved, report.busy = ticking.tick(ctx, project)
+    report.moved, report.busy = advance(ctx, project)
+    report.forgotten = removing.finish_all(ctx)  # projects being removed, once torn down
     return report
+
+
+def advance(ctx: Context, project: str | None = None) -> tuple[int, bool]:
+    """Change sets whose promotion gate passed go on (or end, when it failed), then one tick of
+    the deployments, then the gates again if a deployment moved (it may be what one waits
+    for). Returns (steps taken, anything still moving); a soak is time passing, not motion."""
+    gated = proceeding.recheck(ctx, project)
+    moved, busy = ticking.tick(ctx, project)
+    if moved:
+        gated += proceeding.recheck(ctx, project)
+    return moved + gated, busy or bool(gated)

@@ -205,7 +205,7 @@ class Scheduler:
                 self._lock.wait_for(lambda: not self._polling or self._stopping.is_set(), 1.0)
             self._tick_wanted.clear()
             started = time.perf_counter()
-            moved, busy = ticking.tick(self.ctx)
+            moved, busy = reconciling.advance(self.ctx)
             spent = time.perf_counter() - started
             self.observer.ticked(spent, moved)
             total += moved

@@ -7,20 +7,36 @@ not values), and secrets are never read here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler.admin import projects
-from reconciler.admin.members import shown_actor
+from reconciler.admin import auditing, projects
+from reconciler.admin.members import PROJECT_REQUESTER, shown_actor
 from reconciler.clock import utc
-from reconciler.core.states import ApprovalTarget, DeploymentState
+from reconciler.core.states import (
+    ApprovalState,
+    ApprovalTarget,
+    DeploymentState,
+    HistoryState,
+    ReleaseStatus,
+)
+from reconciler.durations import format_duration
 from reconciler.engine.queueing import Ended
 from reconciler.requests import approvals
 from reconciler.store import schema
+
+
+def shown_value(value: object) -> str:
+    """A change-set line's before or after as people read it: ``(none)`` for nothing (a first
+    deploy), text as written, anything else as JSON."""
+    if value is None:
+        return "(none)"
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def iso(value: datetime | None) -> str | None:
@@ -95,17 +111,37 @@ def shown_deployment(d: schema.Deployment | None) -> schema.Deployment | None:
     return d
 
 
-def unit_status(unit: schema.Unit, latest: schema.Deployment | None) -> dict[str, Any]:
+def unit_status(
+    unit: schema.Unit, latest: schema.Deployment | None, waiting: dict[tuple[str, int], int]
+) -> dict[str, Any]:
     active = unit.active_release
     shown = shown_deployment(latest)
+    brief = deployment_brief(shown) if shown else None
+    if brief is not None and shown is not None:
+        # What waits for a person says which approval to decide (its own, or its change set's).
+        approval_id = waiting.get((ApprovalTarget.DEPLOYMENT.value, shown.id))
+        if approval_id is None and shown.changeset_id is not None:
+            approval_id = waiting.get((ApprovalTarget.CHANGESET.value, shown.changeset_id))
+        brief["approval_id"] = str(approval_id) if approval_id is not None else None
     return {
         "name": unit.name,
         "kind": unit.kind,
         "status": unit.status,
         "active_release": active.name if active else None,
         "image": active.image if active else None,
-        "deployment": deployment_brief(shown) if shown else None,
+        "deployment": brief,
     }
+
+
+def pending_approvals(session: Session, environment_id: int) -> dict[tuple[str, int], int]:
+    """The pending approvals of an environment, by (target, target id)."""
+    rows = session.execute(
+        select(schema.Approval.target, schema.Approval.target_id, schema.Approval.id).where(
+            schema.Approval.environment_id == environment_id,
+            schema.Approval.state == ApprovalState.PENDING.value,
+        )
+    )
+    return {(target, target_id): approval_id for target, target_id, approval_id in rows}
 
 
 def project_status(
@@ -121,13 +157,17 @@ def project_status(
             .order_by(schema.Unit.kind.desc(), schema.Unit.name)
         ).all()
         latest = latest_deployments(session, env.id)
+        waiting = pending_approvals(session, env.id)
         environments.append(
             {
                 "name": env.name,
                 "protected": env.protected,
+                "promote_from": env.promote_from,
+                "soak": format_duration(timedelta(seconds=env.soak_seconds or 0)),
+                "self_heal": env.self_heal,
                 "namespace": env.namespace,
                 "in_file": env.in_file,
-                "services": [unit_status(u, latest.get(u.id)) for u in units],
+                "services": [unit_status(u, latest.get(u.id), waiting) for u in units],
             }
         )
     return {
@@ -140,8 +180,16 @@ def project_status(
         "blocker_commit": project.blocker_commit,
         "last_polled_at": iso(project.last_polled_at),
         "webhook_signed": project.webhook_secret is not None,
+        "removing": removing(project),
         "environments": environments,
     }
+
+
+def removing(project: schema.Project) -> dict[str, Any] | None:
+    """Set while ``nebula project remove`` tears the project down (then it is forgotten)."""
+    if project.removing_at is None:
+        return None
+    return {"by": shown_actor(project.removing_by), "at": iso(project.removing_at)}
 
 
 def ended(items: Iterable[Ended]) -> list[dict[str, Any]]:
@@ -192,6 +240,8 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
         "message": c.note or c.message,
         "commit_message": c.message,
         "note": c.note,
+        "gate": gate(c),
+        "evidence": list(approval.evidence or []) if approval else [],
         "approval_id": str(approval.id) if approval else None,
         "created_at": iso(c.created_at),
         "finished_at": iso(c.finished_at),
@@ -202,6 +252,7 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
                 "field": line.field,
                 "before": line.before,
                 "after": line.after,
+                "via": line.via,
                 "drifted": line.drifted,
             }
             for line in c.lines
@@ -209,7 +260,100 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
     }
 
 
-def approval(a: schema.Approval) -> dict[str, Any]:
+_HISTORY = {
+    ReleaseStatus.ACTIVE: HistoryState.ACTIVE,
+    ReleaseStatus.RETIRED: HistoryState.ROLLBACK_ABLE,
+    ReleaseStatus.UNAVAILABLE: HistoryState.RETIRED,
+    ReleaseStatus.CREATED: HistoryState.IN_FLIGHT,
+}
+
+
+def history(session: Session, unit: schema.Unit) -> list[dict[str, Any]]:
+    """``nebula history``: a unit's releases, newest first, with who created each and from
+    which commit (the deployment that made it, and its change set)."""
+    rows = session.scalars(
+        select(schema.Release)
+        .where(schema.Release.unit_id == unit.id)
+        .order_by(schema.Release.number.desc())
+    ).all()
+    first: dict[int, schema.Deployment] = {}
+    for d in session.scalars(
+        select(schema.Deployment)
+        .where(schema.Deployment.unit_id == unit.id)
+        .order_by(schema.Deployment.id.desc())
+    ):
+        first[d.release_id] = d  # the oldest deployment of each release wins
+    listed = []
+    for release in rows:
+        made_by = first.get(release.id)
+        state = _HISTORY.get(ReleaseStatus(release.status))
+        if state is None:  # abandoned: how its deployment ended says why
+            ended = made_by.state if made_by is not None else None
+            state = HistoryState.FAILED if ended == DeploymentState.FAILED else HistoryState.ENDED
+        commit = None
+        if made_by is not None and made_by.changeset_id is not None:
+            changeset = session.get(schema.ChangeSet, made_by.changeset_id)
+            commit = changeset.commit if changeset is not None else None
+        listed.append(
+            {
+                "release": release.name,
+                "image": release.image,
+                "state": state.value,
+                "created_at": iso(release.created_at),
+                "created_by": shown_actor(made_by.requested_by) if made_by else None,
+                "commit": commit,
+                "source": release.source,
+                "deployment_id": str(made_by.id) if made_by else None,
+                "deployment_state": made_by.state if made_by else None,
+                "retired_at": iso(release.retired_at),
+            }
+        )
+    return listed
+
+
+def audit(entry: auditing.Entry) -> dict[str, Any]:
+    """``audit -o json`` / ``GET /api/v1/audit``: one administrative act."""
+    return {
+        "at": iso(entry.at),
+        "actor": shown_actor(entry.actor),
+        "action": entry.action,
+        "target": entry.target,
+        "message": entry.message,
+    }
+
+
+def gate(c: schema.ChangeSet) -> dict[str, Any] | None:
+    """Its promotion gate: null in an environment without ``promote_from``."""
+    if c.gate_state is None:
+        return None
+    return {
+        "environment": c.gate_environment,
+        "soak": format_duration(timedelta(seconds=c.gate_soak_seconds or 0)),
+        "state": c.gate_state,
+        "message": c.gate_message,
+    }
+
+
+def approvals_of(session: Session, rows: Iterable[schema.Approval]) -> list[dict[str, Any]]:
+    """``approval`` of each row, with the commit author of the change sets pushes asked for."""
+    listed = list(rows)
+    ids = [a.target_id for a in listed if a.target == ApprovalTarget.CHANGESET.value]
+    authors = dict(
+        session.execute(
+            select(schema.ChangeSet.id, schema.ChangeSet.author).where(schema.ChangeSet.id.in_(ids))
+        ).all()
+        if ids
+        else []
+    )
+    return [
+        approval(a, authors.get(a.target_id) if a.target == ApprovalTarget.CHANGESET else None)
+        for a in listed
+    ]
+
+
+def approval(a: schema.Approval, author: str | None = None) -> dict[str, Any]:
+    """An approval; ``author`` is the commit's author when a push asked (``requested_by`` is
+    then the project's slug, as the contract says)."""
     env = a.environment
     return {
         "id": str(a.id),
@@ -220,10 +364,12 @@ def approval(a: schema.Approval) -> dict[str, Any]:
         "kind": a.kind,
         "state": a.state,
         "requested_by": shown_actor(a.requested_by),
+        "author": author if a.requested_by.startswith(PROJECT_REQUESTER) else None,
         "decided_by": shown_actor(a.decided_by),
         "decided_via": a.decided_via,
         "rule": a.rule,
         "reason": a.reason,
+        "evidence": list(a.evidence or []),
         "created_at": iso(a.created_at),
         "expires_at": iso(a.expires_at),
         "decided_at": iso(a.decided_at),

@@ -131,3 +131,31 @@ def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Me
         raise UnauthorizedError("Invalid bearer token")
     row.last_used_at = clock.now()
     return row.member
+
+
+def remove(session: Session, name: str) -> schema.Member:
+    """Remove a member and their tokens (what they did keeps their name)."""
+    member = get(session, name)
+    for token in tokens(session, member):
+        session.delete(token)
+    session.delete(member)
+    session.flush()
+    return member
+
+
+def tokens(session: Session, member: schema.Member | None = None) -> list[schema.ApiToken]:
+    """API tokens, oldest first (only their hashes are stored: the tokens cannot be shown)."""
+    query = select(schema.ApiToken).order_by(schema.ApiToken.id)
+    if member is not None:
+        query = query.where(schema.ApiToken.member_id == member.id)
+    return list(session.scalars(query))
+
+
+def revoke_token(session: Session, token_id: int) -> schema.ApiToken:
+    """Delete a token: requests that bear it get 401 from now on."""
+    row = session.get(schema.ApiToken, token_id)
+    if row is None:
+        raise NotFoundError(f"No token {token_id}", hint="list them with: nebula token list")
+    session.delete(row)
+    session.flush()
+    return row

@@ -21,7 +21,7 @@ from reconciler.errors import ConfigurationError, ConflictError, InvalidFileErro
 from reconciler.gitsource import urls
 from reconciler.model import validation
 from reconciler.model.reading import SLUG
-from reconciler.model.specs import EnvironmentConfig
+from reconciler.model.specs import EnvironmentConfig, EnvironmentSpec
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
@@ -253,6 +253,24 @@ def units(session: Session, env: schema.Environment) -> dict[str, schema.Unit]:
     """The environment's services and databases by name (not those removed and torn down)."""
     rows = session.scalars(select(schema.Unit).where(schema.Unit.environment_id == env.id))
     return {u.name: u for u in rows if u.status != ServiceStatus.REMOVED}
+
+
+def live_environment(env: schema.Environment) -> EnvironmentSpec:
+    """The environment's settings in effect (the last applied change set's)."""
+    return EnvironmentSpec(
+        env.name,
+        protected=env.protected,
+        promote_from=env.promote_from,
+        soak_seconds=env.soak_seconds or 0,
+        self_heal=env.self_heal,
+    )
+
+
+def set_environment(env: schema.Environment, spec: EnvironmentSpec) -> None:
+    env.protected = spec.protected
+    env.promote_from = spec.promote_from
+    env.soak_seconds = spec.soak_seconds
+    env.self_heal = spec.self_heal
 
 
 def recorded_config(env: schema.Environment) -> EnvironmentConfig | None:

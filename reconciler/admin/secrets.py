@@ -8,7 +8,8 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.errors import ConfigurationError
+from reconciler.core.states import SecretChange
+from reconciler.errors import ConfigurationError, NotFoundError
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
 
@@ -28,7 +29,8 @@ def put(
     environment: str,
     name: str,
     value: str,
-) -> None:
+) -> SecretChange:
+    """Store ``value`` (encrypted); says whether it was missing, new or the same as before."""
     if not (_NAME.match(name) or name.startswith("nebula.")):
         raise ConfigurationError(
             f"'{name}' is not a valid secret name",
@@ -51,9 +53,28 @@ def put(
                 updated_at=clock.now(),
             )
         )
-    else:
-        row.ciphertext = vault.encrypt(value)
-        row.updated_at = clock.now()
+        return SecretChange.ADDED
+    if vault.decrypt(row.ciphertext) == value:
+        return SecretChange.UNCHANGED
+    row.ciphertext = vault.encrypt(value)
+    row.updated_at = clock.now()
+    return SecretChange.CHANGED
+
+
+def delete(session: Session, project_id: int, environment: str, name: str) -> None:
+    row = session.scalars(
+        select(schema.Secret).where(
+            schema.Secret.project_id == project_id,
+            schema.Secret.environment == environment,
+            schema.Secret.name == name,
+        )
+    ).first()
+    if row is None or name.startswith("nebula."):
+        raise NotFoundError(
+            f"No secret {name} in {environment}",
+            hint="list them with: nebula secret list SLUG ENV",
+        )
+    session.delete(row)
 
 
 def names(session: Session, project_id: int, environment: str) -> set[str]:

@@ -6,8 +6,9 @@ import argparse
 
 from reconciler import views
 from reconciler.admin import projects
-from reconciler.cli import common, output
-from reconciler.core.states import DecisionChannel
+from reconciler.cli import changesets as changesets_cli
+from reconciler.cli import common, output, tables
+from reconciler.core.states import ApprovalState, DecisionChannel
 from reconciler.requests import approvals, deciding
 
 
@@ -27,38 +28,47 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
 
 
+APPROVAL_COLUMNS = (
+    tables.Column("id", "id"),
+    tables.Column("where", lambda r: f"{r['project']}/{r['environment']}"),
+    tables.Column("target", lambda r: f"{r['target']} {r['target_id']}"),
+    tables.Column("kind", "kind"),
+    tables.Column("state", "state"),
+    tables.Column("requested by", lambda r: changesets_cli.requester(r, "requested_by")),
+    tables.Column("decided by", "decided_by"),
+    tables.Column("rule", "rule"),
+    tables.Column("reason", "reason", text=True),
+    tables.Column("created", "created_at", only_wide=True),
+    tables.Column("expires", "expires_at", only_wide=True),
+    tables.Column("decided", "decided_at", only_wide=True),
+)
+
+
 def list_approvals(args: argparse.Namespace) -> int:
     with common.transaction(args) as (_, session):
         project_id = projects.get(session, args.project).id if args.project else None
-        rows = [views.approval(a) for a in approvals.listing(session, project_id)]
+        rows = views.approvals_of(session, approvals.listing(session, project_id))
     if args.state:
         rows = [r for r in rows if r["state"] == args.state]
     if args.json:
         output.print_json({"approvals": rows})
         return 0
-    for title, group in (
-        ("Pending", [r for r in rows if r["state"] == "pending"]),
-        ("Decided", [r for r in rows if r["state"] != "pending"]),
-    ):
-        print(f"{title}:")
-        print(
-            output.table(
-                [
-                    [
-                        str(r["id"]),
-                        f"{r['project']}/{r['environment']}",
-                        f"{r['target']} {r['target_id']}",
-                        str(r["kind"]),
-                        str(r["state"]),
-                        str(r["requested_by"]),
-                        str(r["decided_by"] or ""),
-                        str(r["rule"] or ""),
-                    ]
-                    for r in group
-                ],
-                ["id", "where", "target", "kind", "state", "requested by", "decided by", "rule"],
-            )
-        )
+    pending = [r for r in rows if r["state"] == ApprovalState.PENDING]
+    decided = [r for r in rows if r["state"] != ApprovalState.PENDING]
+    groups = [("Pending", pending), ("Decided", decided)]
+    if args.state:  # one state asked for: one group, no empty other one
+        groups = [groups[0] if args.state == ApprovalState.PENDING else groups[1]]
+    for number, (title, group) in enumerate(groups):
+        if number:
+            output.echo()
+        output.echo(f"{title}:")
+        if group:
+            tables.show(group, APPROVAL_COLUMNS)
+            for r in group:
+                for evidence in r.get("evidence") or []:
+                    output.echo(f"  approval {r['id']}: {evidence}")
+        else:
+            output.echo(f"  No {title.lower()} approvals.")
     return 0
 
 
@@ -79,9 +89,10 @@ def _decide(args: argparse.Namespace, approve: bool) -> int:
     if args.json:
         output.print_json({"approval": data, "ended": ended})
     else:
-        print(f"approval {data['id']} {data['state']} by {data['decided_by']}")
+        reason = f": {data['reason']}" if data["reason"] else ""
+        output.echo(f"approval {data['id']} {data['state']} by {data['decided_by']}{reason}")
         for e in ended:
-            print(f"  ended deployment {e['id']}: {e['service']} {e['release']} {e['state']}")
+            output.echo(f"  ended deployment {e['id']}: {e['service']} {e['release']} {e['state']}")
     return 0
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
+from collections.abc import Mapping
+from typing import Any
 
 from reconciler import views
 from reconciler.admin import projects
-from reconciler.cli import common, output
+from reconciler.cli import common, output, tables
+from reconciler.core.states import OPEN_CHANGESET_STATES, LineKind
 from reconciler.errors import RefusedError
 from reconciler.requests import applying, changesets
 
@@ -33,25 +35,71 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
 
 
-def _value(value: object) -> str:
-    if value is None:
-        return "(none)"
-    return value if isinstance(value, str) else json.dumps(value)
+def requester(row: tables.Row, key: str = "owner") -> str:
+    """Who asked, as a person reads it: a push names the project and the commit's author."""
+    who = str(row.get(key) or "")
+    author = row.get("author")
+    if author and who == row.get("project"):
+        return f"{who} (push by {author})"
+    return who
 
 
-def _print(data: dict[str, object]) -> None:
-    commit = str(data["commit"] or "")[:7]
+# ``nebula changeset show``: one row per line of the change set.
+OPEN_STATES = {s.value for s in OPEN_CHANGESET_STATES}
+
+
+def _shown(line: Mapping[str, Any], side: str) -> str:
+    """A line's value; a secret's line never shows one (``secret.STRIPE_KEY changed``)."""
+    if line["kind"] == LineKind.SECRET:
+        return "changed" if side == "after" else ""
+    return views.shown_value(line[side])
+
+
+LINE_COLUMNS = (
+    tables.Column("service", "service", indent=2),
+    tables.Column("field", "field"),
+    tables.Column("before", lambda line: _shown(line, "before"), text=True),
+    tables.Column("after", lambda line: _shown(line, "after"), text=True),
+    tables.Column("via", lambda line: f"via {line['via']}" if line.get("via") else ""),
+    tables.Column("", lambda line: "DRIFTED" if line.get("drifted") else ""),
+)
+
+CHANGESET_COLUMNS = (
+    tables.Column("id", "id"),
+    tables.Column("project", "project"),
+    tables.Column("environment", "environment"),
+    tables.Column("state", "state"),
+    tables.Column("commit", lambda r: tables.short_commit(r["commit"])),
+    tables.Column("lines", lambda r: str(len(r["lines"]))),
+    tables.Column("message", "message", text=True),
+    tables.Column("owner", requester, only_wide=True),
+    tables.Column("approval", "approval_id", only_wide=True),
+    tables.Column("created", "created_at", only_wide=True),
+)
+
+
+def _print(data: dict[str, Any]) -> None:
+    commit = tables.short_commit(data["commit"])
     head = f"change set {data['id']}  {data['project']}/{data['environment']}  {data['state']}"
-    print(head + (f"  commit {commit}" if commit else "") + f"  owner {data['owner']}")
-    if data.get("message"):
-        print(f"  {data['message']}")
-    if data.get("note"):
-        print(f"  note: {data['note']}")
-    for line in data["lines"]:  # type: ignore[attr-defined]
-        mark = " DRIFTED" if line["drifted"] else ""
-        print(
-            f"  {line['service']:<16} {line['field']:<32} {_value(line['before'])} -> {_value(line['after'])}{mark}"
+    output.echo(head + (f"  commit {commit}" if commit else "") + f"  owner {requester(data)}")
+    if data.get("commit_message"):
+        output.echo(f"  {data['commit_message']}")
+    gate = data.get("gate")
+    ended = data["state"] not in OPEN_STATES
+    if data.get("note") and ended:
+        output.echo(f"  {data['note']}")  # how it ended
+    elif data.get("note") and not (gate and data["note"] == gate["message"]):
+        output.echo(f"  note: {data['note']}")
+    if gate:
+        output.echo(
+            f"  gate: {gate['state']} ({gate['environment']}, soak {gate['soak']}): {gate['message']}"
         )
+    for evidence in data.get("evidence") or []:
+        output.echo(f"  {evidence}")
+    if data.get("approval_id"):
+        output.echo(f"  approval {data['approval_id']}")
+    if data["lines"]:
+        tables.show(data["lines"], LINE_COLUMNS)
 
 
 def list_changesets(args: argparse.Namespace) -> int:
@@ -63,23 +111,7 @@ def list_changesets(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"changesets": rows})
     else:
-        print(
-            output.table(
-                [
-                    [
-                        str(r["id"]),
-                        str(r["project"]),
-                        str(r["environment"]),
-                        str(r["state"]),
-                        str(r["commit"] or "")[:7],
-                        str(len(r["lines"])),
-                        str(r["message"] or "")[:50],
-                    ]
-                    for r in rows
-                ],
-                ["id", "project", "environment", "state", "commit", "lines", "message"],
-            )
-        )
+        tables.show(rows, CHANGESET_COLUMNS)
     return 0
 
 
@@ -110,9 +142,9 @@ def apply(args: argparse.Namespace) -> int:
     else:
         _print(data)
         for d in deployments:
-            print(f"  deployment {d['id']}: {d['service']} {d['release']} {d['state']}")
+            output.echo(f"  deployment {d['id']}: {d['service']} {d['release']} {d['state']}")
         for e in ended:
-            print(f"  ended deployment {e['id']}: {e['service']} {e['release']} {e['state']}")
+            output.echo(f"  ended deployment {e['id']}: {e['service']} {e['release']} {e['state']}")
     return 0
 
 
@@ -125,5 +157,5 @@ def discard(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"changeset": data})
     else:
-        print(f"change set {args.id} discarded")
+        output.echo(f"change set {args.id} discarded")
     return 0

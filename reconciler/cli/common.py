@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
 from reconciler import bootstrap, settings
-from reconciler.admin import members
+from reconciler.admin import auditing, members
 from reconciler.cli import output
 from reconciler.context import Context
-from reconciler.errors import NotFoundError
+from reconciler.core.states import AdminAction
+from reconciler.durations import parse_duration
+from reconciler.errors import ConfigurationError, NotFoundError
+from reconciler.store import schema
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -74,7 +78,30 @@ def transaction(
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    """``-o json|yaml|wide`` and ``--json`` (see ``output.add_output``)."""
+    output.add_output(parser)
+
+
+def add_timeout(parser: argparse.ArgumentParser, default: str, help_text: str) -> None:
+    """``--timeout`` as a duration (``90s``, ``5m``, ``1h``; a bare number is seconds)."""
+    parser.add_argument(
+        "--timeout", type=duration("--timeout"), default=default, metavar="DURATION", help=help_text
+    )
+
+
+def duration(option: str) -> Callable[[str], timedelta]:
+    """An argparse type: a duration, or a usage error naming the option and the form."""
+
+    def parse(text: str) -> timedelta:
+        try:
+            return parse_duration(text, setting=option)
+        except ConfigurationError as exc:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a duration (e.g. 90s, 5m, 1h)"
+            ) from exc
+
+    parse.__name__ = "duration"
+    return parse
 
 
 def add_as(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
@@ -93,6 +120,20 @@ def actor(args: argparse.Namespace, session: Session) -> str:
             f"No member named '{name}'", hint=f"add one with: nebula member add {name} --role admin"
         )
     return name
+
+
+def audit(
+    ctx: Context,
+    session: Session,
+    actor: str,
+    action: AdminAction,
+    target: str,
+    message: str,
+    *,
+    project: schema.Project | None = None,
+) -> None:
+    """Record an administrative act in the audit trail, in the command's transaction."""
+    auditing.record(session, ctx.clock, action, target, message, actor=actor, project=project)
 
 
 def parse_id(text: str, what: str) -> int:

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
 
 from reconciler import views
 from reconciler.admin import projects
-from reconciler.cli import common, output
+from reconciler.cli import common, output, tables, watching
 from reconciler.errors import NotFoundError
 from reconciler.requests import actions
 from reconciler.store import schema
@@ -20,6 +21,7 @@ def register(subparsers: common.Subparsers) -> None:
     p = common.command(subparsers, "status", status, "active releases and in-flight deployments")
     p.add_argument("project", nargs="?")
     p.add_argument("--env")
+    p.add_argument("--watch", "-w", action="store_true", help="redraw as things change")
     common.add_json(p)
     p = common.command(subparsers, "deployments", list_deployments, "deployments, newest last")
     p.add_argument("project", nargs="?")
@@ -46,6 +48,11 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("service")
     p.add_argument("--from", dest="source", required=True)
     p.add_argument("--to", dest="target", required=True)
+    p.add_argument(
+        "--skip-gate",
+        action="store_true",
+        help="promote before the target's promotion gate passes (admins and owners; recorded)",
+    )
     common.add_as(p)
     common.add_json(p)
     p = common.command(subparsers, "redeploy", redeploy, "a new release from the active image")
@@ -62,41 +69,91 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
 
 
-def status(args: argparse.Namespace) -> int:
+def _deployment_cell(unit: tables.Row) -> str | None:
+    d = unit["deployment"]
+    return f"{d['release']} {d['state']}" if d else None
+
+
+def _of_deployment(key: str) -> Callable[[tables.Row], object]:
+    return lambda unit: (unit["deployment"] or {}).get(key)
+
+
+# ``nebula status``: one row per service or database of each environment.
+STATUS_COLUMNS = (
+    tables.Column("environment", "environment"),
+    tables.Column("service", "name"),
+    tables.Column("kind", "kind"),
+    tables.Column("active", "active_release"),
+    tables.Column("image", lambda u: tables.short_image(u["image"])),
+    tables.Column("deployment", _deployment_cell),
+    tables.Column("approval", _of_deployment("approval_id")),
+    tables.Column("blocker", _of_deployment("blocker")),
+    tables.Column("message", _of_deployment("message"), text=True),
+    tables.Column("namespace", "namespace", only_wide=True),
+    tables.Column("deployment id", _of_deployment("id"), only_wide=True),
+)
+
+DEPLOYMENT_COLUMNS = (
+    tables.Column("id", "id"),
+    tables.Column("where", lambda r: f"{r['project']}/{r['environment']}"),
+    tables.Column("service", "service"),
+    tables.Column("release", "release"),
+    tables.Column("kind", "kind"),
+    tables.Column("state", "state"),
+    tables.Column("blocker", "blocker"),
+    tables.Column("message", "message", text=True),
+    tables.Column("image", lambda r: tables.short_image(r["image"]), only_wide=True),
+    tables.Column("requested by", "requested_by", only_wide=True),
+    tables.Column("created", "created_at", only_wide=True),
+    tables.Column("finished", "finished_at", only_wide=True),
+)
+
+EVENT_COLUMNS = (
+    tables.Column("at", "at"),
+    tables.Column("state", "state"),
+    tables.Column("message", "message", text=True),
+    tables.Column("by", "actor"),
+)
+
+
+def status_data(args: argparse.Namespace) -> list[dict[str, Any]]:
     with common.transaction(args) as (_, session):
         rows = [projects.get(session, args.project)] if args.project else projects.listing(session)
         if args.env and args.project:
             projects.environment(session, rows[0], args.env)
-        data = [views.project_status(session, p, args.env) for p in rows]
+        return [views.project_status(session, p, args.env) for p in rows]
+
+
+def print_status(data: list[dict[str, Any]]) -> None:
+    if not data:
+        output.echo("No projects yet (add one with: nebula project add SLUG --repo URL).")
+    for project in data:
+        head = f"{project['slug']}  commit {tables.short_commit(project['commit']) or '-'}"
+        protected = [e["name"] for e in project["environments"] if e["protected"]]
+        if protected:
+            head += f"  protected: {', '.join(protected)}"
+        if project["blocker"]:
+            head += f"  BLOCKED ({project['blocker']}): {project['message']}"
+        if project.get("removing"):
+            head += f"  REMOVING (by {project['removing']['by']}): tearing down"
+        output.echo(head)
+        rows = [
+            {**unit, "environment": env["name"], "namespace": env["namespace"]}
+            for env in project["environments"]
+            for unit in env["services"]
+        ]
+        if rows:
+            tables.show(rows, STATUS_COLUMNS)
+
+
+def status(args: argparse.Namespace) -> int:
+    if args.watch:
+        return watching.watch(args, status_data, print_status)
+    data = status_data(args)
     if args.json:
         output.print_json({"projects": data})
         return 0
-    for project in data:
-        head = f"{project['slug']}  commit {str(project['commit'] or '-')[:7]}"
-        if project["blocker"]:
-            head += f"  BLOCKED ({project['blocker']}): {project['message']}"
-        print(head)
-        for env in project["environments"]:
-            print(f"  {env['name']}{' (protected)' if env['protected'] else ''}")
-            table = []
-            for unit in env["services"]:
-                d = unit["deployment"]
-                table.append(
-                    [
-                        "    " + unit["name"],
-                        unit["kind"],
-                        unit["active_release"] or "-",
-                        (f"{d['release']} {d['state']}" if d else "-"),
-                        (d["blocker"] or "") if d else "",
-                        ((d["message"] or "") if d else "")[:90],
-                    ]
-                )
-            if table:
-                print(
-                    output.table(
-                        table, ["    service", "kind", "active", "deployment", "blocker", "message"]
-                    )
-                )
+    print_status(data)
     return 0
 
 
@@ -115,24 +172,7 @@ def list_deployments(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"deployments": rows})
     else:
-        print(
-            output.table(
-                [
-                    [
-                        r["id"],
-                        f"{r['project']}/{r['environment']}",
-                        r["service"],
-                        r["release"],
-                        r["kind"],
-                        r["state"],
-                        r["blocker"] or "",
-                        (r["message"] or "")[:70],
-                    ]
-                    for r in rows
-                ],
-                ["id", "where", "service", "release", "kind", "state", "blocker", "message"],
-            )
-        )
+        tables.show(rows, DEPLOYMENT_COLUMNS)
     return 0
 
 
@@ -147,17 +187,13 @@ def show(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"deployment": data})
         return 0
-    print(
+    output.echo(
         f"deployment {data['id']}: {data['project']}/{data['environment']} {data['service']} "
         f"{data['release']} ({data['kind']}) {data['state']}"
     )
     if data["blocker"] or data["message"]:
-        print(f"  {data['blocker'] or ''} {data['message'] or ''}".rstrip())
-    for e in data["events"]:
-        print(
-            f"  {e['at']}  {(e['state'] or ''):<18} {e['message'] or ''}"
-            + (f"  ({e['actor']})" if e["actor"] else "")
-        )
+        output.echo(f"  {data['blocker'] or ''} {data['message'] or ''}".rstrip())
+    tables.show(data["events"], EVENT_COLUMNS)
     return 0
 
 
@@ -171,14 +207,14 @@ def _requested(args: argparse.Namespace, result: actions.Requested) -> int:
         output.print_json(data)
     else:
         d = data["deployment"]
-        print(
+        output.echo(
             f"deployment {d['id']}: {d['service']} {d['release']} ({d['kind']}) {d['state']}"
             + (f": {d['message']}" if d["message"] else "")
         )
         if data["approval"] and data["approval"]["state"] == "pending":
-            print(f"  approval {data['approval']['id']} is pending")
+            output.echo(f"  approval {data['approval']['id']} is pending")
         for e in data["ended"]:
-            print(f"  ended deployment {e['id']}: {e['service']} {e['release']} {e['state']}")
+            output.echo(f"  ended deployment {e['id']}: {e['service']} {e['release']} {e['state']}")
     return 0
 
 
@@ -200,6 +236,7 @@ def promote(args: argparse.Namespace) -> int:
             args.source,
             args.target,
             common.actor(args, session),
+            skip_gate=args.skip_gate,
         )
         return _requested(args, result)
 
@@ -221,5 +258,5 @@ def cancel(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"deployment": data})
     else:
-        print(f"deployment {data['id']} cancelled")
+        output.echo(f"deployment {data['id']} cancelled")
     return 0

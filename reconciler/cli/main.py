@@ -10,6 +10,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 
+import reconciler
 from reconciler import settings
 from reconciler.cli import output
 from reconciler.errors import NebulaError, RefusedError, UnauthorizedError
@@ -23,9 +24,15 @@ COMMAND_MODULES = (
     "reconciler.cli.changesets",
     "reconciler.cli.approvals",
     "reconciler.cli.org",
+    "reconciler.cli.tokens",
+    "reconciler.cli.secrets",
     "reconciler.cli.deployments",
     "reconciler.cli.demo",
     "reconciler.cli.serving",
+    "reconciler.cli.history",
+    "reconciler.cli.waiting",
+    "reconciler.cli.auditing",
+    "reconciler.cli.completion",
 )
 
 Handler = Callable[[argparse.Namespace], int]
@@ -64,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="server settings file (nebula-server.toml); NEBULA_* variables override it",
     )
+    parser.add_argument("--version", action="version", version=f"nebula {reconciler.__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -71,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with output.escaping():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Handler | None = getattr(args, "func", None)
@@ -78,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return output.EXIT_USAGE
     try:
+        output.configure(args)
         code = func(args)
         sys.stdout.flush()  # a closed pipe shows here, not as noise when the interpreter exits
         return code

@@ -1,14 +1,13 @@
-"""Organization commands: members, tokens, policies, per-service settings, freezes, secrets."""
+"""Organization commands: members, policies, per-service settings, freezes (each act audited)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from reconciler.admin import members, policies, projects, secrets
-from reconciler.cli import common, output
-from reconciler.core.states import Role
-from reconciler.errors import ConfigurationError, ForbiddenError
+from reconciler.admin import members, policies, projects
+from reconciler.cli import common, output, tables
+from reconciler.core.states import AdminAction, Role
+from reconciler.errors import ForbiddenError
 from reconciler.requests import approvals
 from reconciler.store import schema
 
@@ -21,15 +20,12 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("name")
     p.add_argument("--role", required=True, choices=[r.value for r in Role])
     p.add_argument("--slack-id", help="their Slack user id, for decisions from Slack")
+    common.add_as(p)
     common.add_json(p)
+    p = common.command(member, "remove", member_remove, "remove a member and their API tokens")
+    p.add_argument("name")
+    common.add_as(p)
     p = common.command(member, "list", member_list, "list members")
-    common.add_json(p)
-
-    token = subparsers.add_parser("token", help="API tokens").add_subparsers(
-        dest="token_command", metavar="COMMAND", required=True
-    )
-    p = common.command(token, "create", token_create, "create an API token (printed once)")
-    common.add_as(p, required=True)
     common.add_json(p)
 
     policy = subparsers.add_parser("policy", help="organization policies").add_subparsers(
@@ -38,6 +34,7 @@ def register(subparsers: common.Subparsers) -> None:
     p = common.command(policy, "set", policy_set, "set a policy")
     p.add_argument("key", choices=sorted(policies.DEFAULTS))
     p.add_argument("value")
+    common.add_as(p)
     p = common.command(policy, "list", policy_list, "show the policies")
     common.add_json(p)
 
@@ -60,34 +57,70 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("--from", dest="start", required=True, metavar="HH:MM")
     p.add_argument("--to", dest="end", required=True, metavar="HH:MM")
     p.add_argument("--tz", default="UTC")
+    common.add_as(p)
     common.add_json(p)
     p = common.command(freeze, "list", freeze_list, "list freeze windows")
     common.add_json(p)
     p = common.command(freeze, "remove", freeze_remove, "remove a freeze window")
     p.add_argument("id")
+    common.add_as(p)
 
-    secret = subparsers.add_parser("secret", help="server-side secrets").add_subparsers(
-        dest="secret_command", metavar="COMMAND", required=True
-    )
-    p = common.command(secret, "set", secret_set, "set a secret; the value is read from stdin")
-    p.add_argument("project")
-    p.add_argument("env")
-    p.add_argument("name")
-    p = common.command(secret, "list", secret_list, "list secret names (never values)")
-    p.add_argument("project")
-    p.add_argument("env")
-    common.add_json(p)
+
+MEMBER_COLUMNS = (
+    tables.Column("name", "name"),
+    tables.Column("role", "role"),
+    tables.Column("slack id", "slack_id"),
+)
+FREEZE_COLUMNS = tuple(tables.Column(k, k) for k in ("id", "days", "from", "to", "tz"))
 
 
 def member_add(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
+        who = common.actor(args, session)
+        before = members.find(session, args.name)
+        old_role = before.role if before is not None else None
         member = members.add(session, ctx.clock, args.name, args.role, args.slack_id)
         approvals.refresh_waiting(session, ctx.clock)
         data = {"name": member.name, "role": member.role, "slack_id": member.slack_id}
+        if old_role is None:
+            common.audit(
+                ctx,
+                session,
+                who,
+                AdminAction.MEMBER_ADD,
+                f"member {member.name}",
+                f"Added {member.name} as {member.role}",
+            )
+        else:
+            common.audit(
+                ctx,
+                session,
+                who,
+                AdminAction.MEMBER_ROLE,
+                f"member {member.name}",
+                f"Role of {member.name}: {old_role} -> {member.role}",
+            )
     if args.json:
         output.print_json({"member": data})
     else:
-        print(f"member {data['name']} is {data['role']}")
+        output.echo(f"member {data['name']} is {data['role']}")
+    return 0
+
+
+def member_remove(args: argparse.Namespace) -> int:
+    with common.transaction(args) as (ctx, session):
+        who = common.actor(args, session)
+        member = members.remove(session, args.name)
+        approvals.refresh_waiting(session, ctx.clock)
+        common.audit(
+            ctx,
+            session,
+            who,
+            AdminAction.MEMBER_REMOVE,
+            f"member {member.name}",
+            f"Removed {member.name} ({member.role}) and their API tokens",
+        )
+    output.echo(f"member {args.name} removed")
     return 0
 
 
@@ -100,31 +133,25 @@ def member_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"members": rows})
     else:
-        print(
-            output.table(
-                [[r["name"], r["role"], r["slack_id"]] for r in rows],
-                ["name", "role", "slack id"],
-            )
-        )
-    return 0
-
-
-def token_create(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        token = members.create_token(session, ctx.clock, args.actor)
-    if args.json:
-        output.print_json({"member": args.actor, "token": token})
-    else:
-        print(token)
-        print("This token is shown once; store it now.", file=sys.stderr)
+        tables.show(rows, MEMBER_COLUMNS)
     return 0
 
 
 def policy_set(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
+        who = common.actor(args, session)
+        old = getattr(policies.load(session), args.key)
         value = policies.set_policy(session, args.key, args.value)
         approvals.refresh_waiting(session, ctx.clock)
-    print(f"{args.key} = {str(value).lower()}")
+        common.audit(
+            ctx,
+            session,
+            who,
+            AdminAction.POLICY_SET,
+            f"policy {args.key}",
+            f"{args.key}: {str(old).lower()} -> {str(value).lower()}",
+        )
+    output.echo(f"{args.key} = {str(value).lower()}")
     return 0
 
 
@@ -139,12 +166,12 @@ def policy_list(args: argparse.Namespace) -> int:
         output.print_json({"policies": data})
     else:
         for key, value in data.items():
-            print(f"{key} = {str(value).lower()}")
+            output.echo(f"{key} = {str(value).lower()}")
     return 0
 
 
 def service_set(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
+    with common.transaction(args) as (ctx, session):
         who = common.actor(args, session)
         role = members.role_of(session, who)
         if role is None or not role.can_decide:
@@ -158,7 +185,16 @@ def service_set(args: argparse.Namespace) -> int:
         )
         unit.skip_production_approval = policies.parse_bool(args.value, args.key)
         value = unit.skip_production_approval
-    print(
+        common.audit(
+            ctx,
+            session,
+            who,
+            AdminAction.SERVICE_SET,
+            f"{args.project}/{args.env}/{args.service}",
+            f"{args.key} = {str(value).lower()}",
+            project=project,
+        )
+    output.echo(
         f"{args.project}/{args.env}/{args.service}: skip_production_approval = {str(value).lower()}"
     )
     return 0
@@ -166,12 +202,21 @@ def service_set(args: argparse.Namespace) -> int:
 
 def freeze_add(args: argparse.Namespace) -> int:
     with common.transaction(args) as (ctx, session):
+        who = common.actor(args, session)
         row = policies.add_freeze(session, ctx.clock, args.days, args.start, args.end, args.tz)
         data = _freeze(row)
+        common.audit(
+            ctx,
+            session,
+            who,
+            AdminAction.FREEZE_ADD,
+            f"freeze {row.id}",
+            f"Freeze {data['days']} {data['from']}-{data['to']} {data['tz']}",
+        )
     if args.json:
         output.print_json({"freeze": data})
     else:
-        print(f"freeze {data['id']}: {data['days']} {data['from']}-{data['to']} {data['tz']}")
+        output.echo(f"freeze {data['id']}: {data['days']} {data['from']}-{data['to']} {data['tz']}")
     return 0
 
 
@@ -185,44 +230,22 @@ def freeze_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"freezes": rows})
     else:
-        print(
-            output.table(
-                [[r["id"], r["days"], r["from"], r["to"], r["tz"]] for r in rows],
-                ["id", "days", "from", "to", "tz"],
-            )
-        )
+        tables.show(rows, FREEZE_COLUMNS)
     return 0
 
 
 def freeze_remove(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
-        policies.remove_freeze(session, common.parse_id(args.id, "freeze window"))
-    print(f"freeze {args.id} removed")
-    return 0
-
-
-def secret_set(args: argparse.Namespace) -> int:
-    value = sys.stdin.read()
-    if value.endswith("\n"):
-        value = value[:-1]
-    if not value:
-        raise ConfigurationError(
-            "no secret value on stdin",
-            hint=f"echo -n VALUE | nebula secret set {args.project} {args.env} {args.name}",
-        )
     with common.transaction(args) as (ctx, session):
-        project = projects.get(session, args.project)
-        secrets.put(session, ctx.clock, ctx.vault, project.id, args.env, args.name, value)
-    print(f"secret {args.name} set for {args.project}/{args.env}")
-    return 0
-
-
-def secret_list(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (_, session):
-        project = projects.get(session, args.project)
-        names = sorted(secrets.names(session, project.id, args.env))
-    if args.json:
-        output.print_json({"secrets": names})
-    else:
-        print("\n".join(names))
+        who = common.actor(args, session)
+        freeze_id = common.parse_id(args.id, "freeze window")
+        policies.remove_freeze(session, freeze_id)
+        common.audit(
+            ctx,
+            session,
+            who,
+            AdminAction.FREEZE_REMOVE,
+            f"freeze {freeze_id}",
+            f"Removed freeze window {freeze_id}",
+        )
+    output.echo(f"freeze {args.id} removed")
     return 0

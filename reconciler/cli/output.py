@@ -1,22 +1,133 @@
-"""How every command talks back: JSON documents on stdout; on stderr, an error or a warning as
-one line (``error: ...``, ``warning: ...``), followed by one ``hint: ...`` line when there is one.
+"""How every command talks back: documents (``-o json|yaml``) and tables on stdout; on stderr,
+an error or a warning as one line (``error: ...``, ``warning: ...``), followed by one
+``hint: ...`` line when there is one.
 
-Exit codes (interfaces.md): 0 ok, 1 a refused or invalid request, 2 bad usage.
+Everything a command writes to the terminal passes through :func:`escaping`: control
+characters that came from data (a commit message with ESC or BEL in it, a variable's value)
+are shown escaped (``\\x1b``), never sent raw, whichever printer wrote them.
+
+Exit codes (interfaces.md): 0 ok, 1 a refused or invalid request, 2 bad usage; ``wait``
+adds 3, timed out.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
-from enum import Enum
-from typing import Any
+from enum import Enum, StrEnum
+from typing import Any, TextIO
+
+import yaml
 
 from reconciler.clock import utc
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
+EXIT_TIMEOUT = 3
+
+
+class Format(StrEnum):
+    TABLE = "table"
+    WIDE = "wide"
+    JSON = "json"
+    YAML = "yaml"
+
+
+_STATE: dict[str, Format] = {"format": Format.TABLE}
+
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides that make
+# a terminal show text in another order than it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape(text: str) -> str:
+    """``text`` with every control character shown as an escape (newline and tab kept)."""
+    return _CONTROL.sub(_escape_one, text)
+
+
+class _Escaping:
+    """A text stream that escapes control characters before they reach the real one."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.raw = stream
+
+    def write(self, text: str) -> int:
+        self.raw.write(escape(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def raw(stream: TextIO) -> TextIO:
+    """The stream under the escaping layer: for the table library's own colour codes and for
+    ``--watch`` redrawing the screen (what they write was escaped before)."""
+    return stream.raw if isinstance(stream, _Escaping) else stream
+
+
+@contextmanager
+def escaping() -> Iterator[None]:
+    """For one command: stdout and stderr escape control characters (``main`` wraps each
+    command in this, so no printer can forget)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = _Escaping(sys.stdout)
+    sys.stderr = _Escaping(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+# -- formats -----------------------------------------------------------------------------
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    """``-o json|yaml|wide`` and ``--json`` (the same as ``-o json``) on a listing."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=[Format.JSON.value, Format.YAML.value, Format.WIDE.value],
+        help="json or yaml: one document; wide: more columns, messages never shortened",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document (the same as -o json)"
+    )
+
+
+def configure(args: argparse.Namespace) -> None:
+    """Read ``-o``/``--json`` once per command; ``args.json`` is true for any document format,
+    so a printer asks ``if args.json: output.print_json(...)`` and gets YAML under ``-o yaml``."""
+    chosen = getattr(args, "output", None)
+    if getattr(args, "json", False) and chosen not in (None, Format.JSON.value):
+        raise SystemExit(_usage(f"--json and -o {chosen} contradict each other"))
+    fmt = Format(chosen) if chosen else (Format.JSON if getattr(args, "json", False) else None)
+    _STATE["format"] = fmt or Format.TABLE
+    if hasattr(args, "json"):
+        args.json = _STATE["format"] in (Format.JSON, Format.YAML)
+
+
+def _usage(message: str) -> int:
+    error(message)
+    return EXIT_USAGE
+
+
+def current() -> Format:
+    return _STATE["format"]
+
+
+def wide() -> bool:
+    return _STATE["format"] is Format.WIDE
 
 
 def _default(value: object) -> object:
@@ -35,24 +146,22 @@ def iso(value: datetime | None) -> str | None:
 
 
 def print_json(document: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, default=_default) + "\n")
+    """The command's one document: JSON, or YAML under ``-o yaml`` (the same fields)."""
+    text = json.dumps(document, indent=2, default=_default)
+    if _STATE["format"] is Format.YAML:
+        text = yaml.safe_dump(json.loads(text), sort_keys=False, allow_unicode=False).rstrip()
+    sys.stdout.write(text + "\n")
+
+
+def echo(text: str = "") -> None:
+    """One line (or several) of human output."""
+    sys.stdout.write(text + "\n")
 
 
 def error(message: str, hint: str | None = None) -> None:
-    sys.stderr.write(f"error: {message}\n" + (f"hint: {hint}\n" if hint else ""))
+    sys.stderr.write(escape(f"error: {message}\n" + (f"hint: {hint}\n" if hint else "")))
 
 
 def warning(message: str, hint: str | None = None) -> None:
     """Something the command goes on despite (an unknown setting)."""
-    sys.stderr.write(f"warning: {message}\n" + (f"hint: {hint}\n" if hint else ""))
-
-
-def table(rows: list[list[str]], headers: list[str]) -> str:
-    """A plain aligned table, like kubectl get."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lines = ["  ".join(h.upper().ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
-    lines += ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
-    return "\n".join(lines)
+    sys.stderr.write(escape(f"warning: {message}\n" + (f"hint: {hint}\n" if hint else "")))

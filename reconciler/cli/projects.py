@@ -9,9 +9,11 @@ import time
 
 from reconciler import reconciling, views
 from reconciler.admin import projects
-from reconciler.cli import common, output
-from reconciler.durations import parse_duration
+from reconciler.cli import common, output, tables
+from reconciler.core.states import AdminAction
+from reconciler.durations import format_duration, parse_duration
 from reconciler.errors import ConfigurationError
+from reconciler.requests import removing
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -25,7 +27,14 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("--path", default="nebula.toml")
     p.add_argument("--interval", default=None, help="poll interval, e.g. 60 or 5m (default 60s)")
     common.add_json(p)
+    common.add_as(p)
     p = common.command(project, "list", project_list, "list projects")
+    common.add_json(p)
+    p = common.command(
+        project, "remove", project_remove, "tear down every environment, then forget the project"
+    )
+    p.add_argument("slug")
+    common.add_as(p, required=True)
     common.add_json(p)
     p = common.command(project, "set", project_set, "change a project setting")
     p.add_argument("slug")
@@ -35,6 +44,7 @@ def register(subparsers: common.Subparsers) -> None:
         nargs="?",
         help="for webhook_secret leave it out: it is read from stdin, or asked for",
     )
+    common.add_as(p)
 
     p = common.command(
         subparsers, "reconcile", reconcile, "one pass now: poll, stage, apply, advance"
@@ -43,9 +53,7 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument(
         "--until-idle", action="store_true", help="repeat until nothing can move by itself"
     )
-    p.add_argument(
-        "--timeout", type=float, default=300.0, help="give up after S seconds (with --until-idle)"
-    )
+    common.add_timeout(p, "5m", "with --until-idle: give up after this long (default 5m)")
     common.add_json(p)
 
 
@@ -63,11 +71,33 @@ def project_add(args: argparse.Namespace) -> int:
             vault=ctx.vault,
         )
         data = views.project(project)
+        common.audit(
+            ctx,
+            session,
+            common.actor(args, session),
+            AdminAction.PROJECT_ADD,
+            f"project {args.slug}",
+            f"Registered {args.slug}: {data['repo']} ({args.branch}, {args.path})",
+            project=project,
+        )
     if args.json:
         output.print_json({"project": data})
     else:
-        print(f"project {args.slug} watches {data['repo']} ({args.branch}, {args.path})")
+        output.echo(f"project {args.slug} watches {data['repo']} ({args.branch}, {args.path})")
     return 0
+
+
+PROJECT_COLUMNS = (
+    tables.Column("project", "slug"),
+    tables.Column("repo", "repo"),
+    tables.Column("branch", "branch"),
+    tables.Column("commit", lambda r: tables.short_commit(r["commit"])),
+    tables.Column("blocker", "blocker"),
+    tables.Column("message", "message", text=True),
+    tables.Column("path", "path", only_wide=True),
+    tables.Column("interval", "interval", only_wide=True),
+    tables.Column("last polled", "last_polled_at", only_wide=True),
+)
 
 
 def project_list(args: argparse.Namespace) -> int:
@@ -76,21 +106,7 @@ def project_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"projects": rows})
     else:
-        print(
-            output.table(
-                [
-                    [
-                        str(r["slug"]),
-                        str(r["repo"]),
-                        str(r["branch"]),
-                        str(r["commit"] or "")[:7],
-                        str(r["blocker"] or ""),
-                    ]
-                    for r in rows
-                ],
-                ["project", "repo", "branch", "commit", "blocker"],
-            )
-        )
+        tables.show(rows, PROJECT_COLUMNS)
         unsigned = [str(r["slug"]) for r in rows if not r["webhook_signed"]]
         if unsigned:
             output.warning(
@@ -110,6 +126,7 @@ def project_set(args: argparse.Namespace) -> int:
             f"no value for {args.key}", hint=f"nebula project set {args.slug} {args.key} VALUE"
         )
     with common.transaction(args) as (ctx, session):
+        who = common.actor(args, session)
         project = projects.get(session, args.slug)
         projects.set_value(session, ctx.vault, project, args.key, value)
         shown = value
@@ -117,7 +134,40 @@ def project_set(args: argparse.Namespace) -> int:
             shown = "***" if value else "(none: unsigned notifications are accepted)"
         elif args.key == "repo":
             shown = projects.shown_repo(project)  # a URL may carry a token: never echo it
-    print(f"{args.slug}: {args.key} = {shown}")
+        common.audit(
+            ctx,
+            session,
+            who,
+            AdminAction.PROJECT_SET,
+            f"project {args.slug}",
+            f"{args.key} = {shown}",
+            project=project,
+        )
+    output.echo(f"{args.slug}: {args.key} = {shown}")
+    return 0
+
+
+def project_remove(args: argparse.Namespace) -> int:
+    ctx = common.context(args)
+    with ctx.db.transaction() as session:
+        removing.request(session, ctx, args.slug, common.actor(args, session))
+    removal = removing.finish(ctx, args.slug)
+    if args.json:
+        output.print_json(
+            {
+                "project": args.slug,
+                "forgotten": removal.forgotten,
+                "pending_teardown": list(removal.waiting),
+            }
+        )
+    elif removal.forgotten:
+        output.echo(f"project {args.slug} torn down and removed")
+    else:
+        output.echo(
+            f"project {args.slug} is being removed: {', '.join(removal.waiting)} wait in "
+            "pending-teardown until their cluster can be reached (each reconcile tries again)"
+        )
+
     return 0
 
 
@@ -148,10 +198,11 @@ def reconcile(args: argparse.Namespace) -> int:
     if args.project is not None:
         with ctx.db.reading() as session:
             projects.get(session, args.project)  # an unknown slug is an error, not a no-op
-    deadline = time.monotonic() + args.timeout
+    deadline = time.monotonic() + args.timeout.total_seconds()
     passes = 0
     total_moved = 0
     first: reconciling.PassReport | None = None
+    timed_out = False
     while True:
         report = reconciling.run_once(ctx, args.project, poll=passes == 0)
         first = first or report
@@ -160,10 +211,8 @@ def reconcile(args: argparse.Namespace) -> int:
         if not args.until_idle or not report.busy:
             break
         if time.monotonic() > deadline:
-            output.error(
-                f"still busy after {args.timeout:g}s; stopping (run reconcile again to continue)"
-            )
-            return output.EXIT_REFUSED
+            timed_out = True
+            break
         if report.moved == 0:
             time.sleep(0.05)
     assert first is not None
@@ -174,14 +223,21 @@ def reconcile(args: argparse.Namespace) -> int:
         "blocked": first.poll.blocked,
         "expired_approvals": first.expired,
         "steps": total_moved,
+        "idle": not timed_out,
     }
     if args.json:
         output.print_json({"reconcile": summary})
-    else:
+    if timed_out:
+        output.error(
+            f"still busy after {format_duration(args.timeout)}; stopping",
+            hint="run nebula reconcile --until-idle again to go on",
+        )
+        return output.EXIT_REFUSED
+    if not args.json:
         staged = len(first.poll.staged)
-        print(
+        output.echo(
             f"reconciled: {passes} pass{'es' if passes != 1 else ''}, {staged} change set{'s' if staged != 1 else ''} staged, {total_moved} deployment step{'s' if total_moved != 1 else ''}"
         )
         for slug, blocker in first.poll.blocked.items():
-            print(f"  {slug}: blocked ({blocker})")
+            output.echo(f"  {slug}: blocked ({blocker})")
     return 0

@@ -4,17 +4,33 @@ Lines are the fields whose value in the new file differs from the *last file rec
 the environment (not the live state, so a rollback is not undone by a push that does not
 touch that service). Each line also carries ``before``, the live value when staged, which
 apply compares again to refuse drifted changes.
+
+"Value" means the *resolved* value (behaviour.md, "Resolved values"): a variable whose text is
+the same in both files but which resolves differently, because a service it reads changed
+(``${{ a.K }}``) or the port behind a ``${{ host(a) }}`` did, is a line too. Its ``before`` and
+``after`` are the resolved values as the release's container reads them, and ``via`` names
+the reference that changed (``a.K``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from reconciler.core.states import LineKind, ServiceKind
-from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec, Unit
+from reconciler.durations import format_duration
+from reconciler.model import resolved
+from reconciler.model.specs import (
+    DatabaseSpec,
+    EnvironmentConfig,
+    EnvironmentSpec,
+    ServiceSpec,
+    Unit,
+)
 
 Value = str | int | bool | list[str] | None
+ENVIRONMENT_FIELDS = ("protected", "promote_from", "soak", "self_heal")
 FIRST_DEPLOY_FIELD = "first_deploy"
 REMOVAL_FIELD = "removal"
 
@@ -27,6 +43,7 @@ class PlannedLine:
     field: str
     before: Value
     after: Value
+    via: str | None = None  # the reference that changed this resolved value, e.g. "a.K"
 
 
 def unit_kind(unit: Unit) -> ServiceKind:
@@ -71,6 +88,37 @@ def flatten(unit: Unit) -> dict[str, Value]:
     return out
 
 
+def environment_values(spec: EnvironmentSpec) -> dict[str, Value]:
+    """An environment's settings as lines show them (``environment.soak`` -> ``"30m"``)."""
+    values: dict[str, Value] = {
+        "protected": spec.protected,
+        "promote_from": spec.promote_from,
+        "soak": format_duration(timedelta(seconds=spec.soak_seconds)),
+        "self_heal": spec.self_heal,
+    }
+    return {f"environment.{key}": values[key] for key in ENVIRONMENT_FIELDS}
+
+
+def environment_lines(
+    recorded: EnvironmentSpec | None, new: EnvironmentSpec, live: EnvironmentSpec | None
+) -> list[PlannedLine]:
+    """The settings of the environment itself that the new file changes (behaviour.md
+    "Environment settings are change-set lines"), against the recorded file's, or against
+    the live ones before any file was recorded."""
+    baseline = recorded or live
+    if baseline is None:
+        return []
+    old, now = environment_values(baseline), environment_values(new)
+    current = environment_values(live) if live is not None else {}
+    return [
+        PlannedLine(
+            new.name, ServiceKind.ENVIRONMENT, LineKind.ENVIRONMENT, f, current.get(f), now[f]
+        )
+        for f in now
+        if old[f] != now[f]
+    ]
+
+
 def line_kind(field: str, after: Value) -> LineKind:
     if field.startswith("variables."):
         return LineKind.VARIABLE_SET if after is not None else LineKind.VARIABLE_DELETE
@@ -100,13 +148,22 @@ def plan(
     new: EnvironmentConfig,
     live: Mapping[str, Mapping[str, Value]],
     live_headline: Mapping[str, str],
+    live_resolved: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    namespace: str = "",
+    live_environment: EnvironmentSpec | None = None,
 ) -> list[PlannedLine]:
     """The lines to stage for one environment, in a stable order (unit order, then field).
 
     ``live`` holds each deployed unit's flattened live configuration; ``live_headline`` its
-    live image (or engine and version) for removal lines.
+    live image (or engine and version) for removal lines; ``live_resolved`` each deployed
+    service's variables as its active release resolved them (``variables.X`` -> the value
+    shown), and ``namespace`` the environment's, for the addresses ``host()`` stands for.
+    ``live_environment`` is the environment's own settings now: changed ones come first.
     """
-    lines: list[PlannedLine] = []
+    lines = environment_lines(
+        recorded.environment if recorded is not None else None, new.environment, live_environment
+    )
     old_units = {u.name: u for u in recorded.units()} if recorded is not None else {}
     for unit in new.units():
         kind = unit_kind(unit)
@@ -126,15 +183,23 @@ def plan(
             continue
         old, now = flatten(previous), flatten(unit)
         current = live.get(unit.name, {})
-        for field in sorted(old.keys() | now.keys(), key=_field_order):
-            if old.get(field) == now.get(field):
-                continue
-            after = now.get(field)
-            lines.append(
-                PlannedLine(
-                    unit.name, kind, line_kind(field, after), field, current.get(field), after
-                )
+        found = [
+            PlannedLine(
+                unit.name,
+                kind,
+                line_kind(field, now.get(field)),
+                field,
+                current.get(field),
+                now.get(field),
             )
+            for field in old.keys() | now.keys()
+            if old.get(field) != now.get(field)
+        ]
+        if isinstance(unit, ServiceSpec) and isinstance(previous, ServiceSpec):
+            assert recorded is not None
+            shown = (live_resolved or {}).get(unit.name, {})
+            found += _resolved_lines(recorded, new, previous, unit, shown, namespace)
+        lines += sorted(found, key=lambda line: _field_order(line.field))
     for name, unit in old_units.items():
         if new.unit(name) is None:
             lines.append(
@@ -148,6 +213,49 @@ def plan(
                 )
             )
     return lines
+
+
+def secret_field(name: str) -> str:
+    return f"secret.{name}"
+
+
+def secret_lines(name: str, services: Iterable[str]) -> list[PlannedLine]:
+    """A new value of the server-side secret ``name``: one line per service that reads it.
+    Values are never part of a line (``before`` and ``after`` stay empty)."""
+    return [
+        PlannedLine(s, ServiceKind.SERVICE, LineKind.SECRET, secret_field(name), None, None)
+        for s in services
+    ]
+
+
+def _resolved_lines(
+    recorded: EnvironmentConfig,
+    new: EnvironmentConfig,
+    previous: ServiceSpec,
+    service: ServiceSpec,
+    live: Mapping[str, str],
+    namespace: str,
+) -> list[PlannedLine]:
+    """Variables written the same in both files that resolve differently now."""
+    written = previous.variable_map
+    before, after = resolved.of_file(recorded, previous), resolved.of_file(new, service)
+    out = []
+    for key, raw in service.variables:
+        if written.get(key) != raw or before.get(key) == after[key]:
+            continue  # a text change is a line of its own; an equal value is none
+        field = f"variables.{key}"
+        out.append(
+            PlannedLine(
+                service.name,
+                ServiceKind.SERVICE,
+                LineKind.VARIABLE_SET,
+                field,
+                live.get(field),
+                after[key].shown(namespace),
+                resolved.via(recorded, new, raw),
+            )
+        )
+    return out
 
 
 def _field_order(field: str) -> tuple[int, str]:

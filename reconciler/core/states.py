@@ -123,11 +123,29 @@ class LineKind(StrEnum):
     FIRST_DEPLOY = "first-deploy"
     REMOVAL = "removal"
     FAILOVER = "automatic-failover"
+    SECRET = "secret"  # a server-side secret a service reads has a new value (never shown)
+    ENVIRONMENT = "environment"  # an environment's setting: protected, promote_from, ...
 
     @property
     def needs_deployment(self) -> bool:
         """Settings that change no running workload apply without a new release."""
-        return self not in (LineKind.AUTO_DEPLOY,)
+        return self not in (LineKind.AUTO_DEPLOY, LineKind.ENVIRONMENT)
+
+
+class SecretChange(StrEnum):
+    """What ``nebula secret set`` did to the stored value (never the value itself)."""
+
+    ADDED = "added"  # it was missing: deployments held for it carry on
+    CHANGED = "changed"  # a new value: the services reading it get a change set
+    UNCHANGED = "unchanged"  # the same value again: nothing to do
+
+
+class GateState(StrEnum):
+    """A change set's promotion gate (behaviour.md "Promotion gates")."""
+
+    WAITING = "waiting"  # a new image is not proven in the gating environment yet
+    PASSED = "passed"  # every new image it carries is
+    FAILED = "failed"  # the gating deployment failed, was cancelled or rejected
 
 
 class ApprovalState(StrEnum):
@@ -172,6 +190,7 @@ class ReleaseStatus(StrEnum):
 class ServiceKind(StrEnum):
     SERVICE = "service"
     DATABASE = "database"
+    ENVIRONMENT = "environment"  # only on a change-set line about the environment's settings
 
 
 class ServiceStatus(StrEnum):
@@ -196,3 +215,35 @@ class HookOutcome(StrEnum):
     IGNORED = "ignored"  # a ping, a tag, another branch: nothing to poll
     COALESCED = "coalesced"  # unsigned, within the project's webhook_limit: a poll covers it
     UNAUTHORIZED = "unauthorized"
+
+
+class AdminAction(StrEnum):
+    """An administrative act, as ``nebula audit`` names it (behaviour.md "Audit")."""
+
+    MEMBER_ADD = "member.add"
+    MEMBER_ROLE = "member.role"  # an existing member's role (or Slack id) changed
+    MEMBER_REMOVE = "member.remove"
+    TOKEN_CREATE = "token.create"
+    TOKEN_REVOKE = "token.revoke"
+    POLICY_SET = "policy.set"
+    FREEZE_ADD = "freeze.add"
+    FREEZE_REMOVE = "freeze.remove"
+    SERVICE_SET = "service.set"
+    SECRET_SET = "secret.set"  # the name only, never the value
+    SECRET_DELETE = "secret.delete"
+    PROJECT_ADD = "project.add"
+    PROJECT_SET = "project.set"
+    PROJECT_REMOVE = "project.remove"  # asked for: its environments are being torn down
+    PROJECT_FORGOTTEN = "project.forgotten"  # torn down everywhere and forgotten
+    PROMOTE_SKIP_GATE = "promote.skip-gate"  # a promotion past its gate (``--skip-gate``)
+
+
+class HistoryState(StrEnum):
+    """A release as ``nebula history`` shows it (interfaces.md 1.1)."""
+
+    ACTIVE = "active"  # serving now
+    ROLLBACK_ABLE = "rollback-able"  # retired, one of the recent ones: ``rollback --to`` it
+    RETIRED = "retired"  # retired, too old to roll back to
+    FAILED = "failed"  # its deployment ended failed
+    IN_FLIGHT = "in-flight"  # its deployment has not ended yet
+    ENDED = "ended"  # its deployment was cancelled, rejected or superseded before serving

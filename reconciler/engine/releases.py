@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from reconciler.clock import Clock
 from reconciler.core.planning import Value, flatten
 from reconciler.core.states import ReleaseStatus, ServiceKind
+from reconciler.model import resolved
 from reconciler.model.frozen import FrozenRelease
 from reconciler.store import schema
 
@@ -34,6 +35,16 @@ def live_values(unit: schema.Unit) -> dict[str, Value]:
     if unit.kind == ServiceKind.SERVICE:
         values["auto_deploy"] = unit.auto_deploy
     return values
+
+
+def live_resolved(unit: schema.Unit, namespace: str) -> dict[str, str]:
+    """Each variable of the active release as its container reads it (``variables.X`` ->
+    the value shown; secrets and credentials stay references): what a line that changed
+    through a reference compares with."""
+    if unit.active_release is None or unit.kind != ServiceKind.SERVICE:
+        return {}
+    values = resolved.of_release(frozen(unit.active_release))
+    return {f"variables.{key}": value.shown(namespace) for key, value in values.items()}
 
 
 def headline(release: schema.Release | None) -> str | None:

@@ -48,7 +48,7 @@ def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
         targets = [
             (p.slug, project_rows.remote_url(p, ctx.vault), p.branch)
             for p in rows
-            if wanted is None or p.slug in wanted
+            if (wanted is None or p.slug in wanted) and p.removing_at is None  # being removed
         ]
     # Moved heads are fetched by the same workers, overlapping with other remotes' answers.
     heads = ctx.git.heads({(url, branch) for _, url, branch in targets}, fetch=True)

@@ -2,9 +2,11 @@
 
 Environments and units rows are kept in step with the file here. A newer push replaces the
 project's older unapplied change set for an environment; an environment with no line gets no
-change set. Unprotected environments apply at once (unless a touched service has
-``auto_deploy = false``); protected ones request approval at once, since a push is an action
-that starts a deployment there.
+change set. Each goes on as ``requests.proceeding`` says: held while its promotion gate
+waits or a touched service has ``auto_deploy = false``, else applied at once in unprotected
+environments, with an approval requested at once in protected ones (a push is an action that
+starts a deployment there). An environment's own settings change only when a change set
+carrying them is applied.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from reconciler.context import Context
 from reconciler.core import messages, planning
 from reconciler.engine import releases
 from reconciler.model.specs import ProjectFile
-from reconciler.requests import applying, changesets
+from reconciler.requests import changesets, proceeding
 from reconciler.requests.changesets import Commit
 from reconciler.store import schema
 
@@ -29,16 +31,14 @@ def sync_environments(
     for position, spec in enumerate(file.environments):
         env = existing.get(spec.name)
         if env is None:
+            # A new environment starts with the file's settings; later changes to them are
+            # change-set lines, in effect once their change set is applied.
             env = schema.Environment(
-                project_id=project.id,
-                name=spec.name,
-                position=position,
-                protected=spec.protected,
-                created_at=ctx.clock.now(),
+                project_id=project.id, name=spec.name, position=position, created_at=ctx.clock.now()
             )
+            projects.set_environment(env, spec)
             session.add(env)
             project.environments.append(env)
-        env.protected = spec.protected
         env.position = position
         env.in_file = True
         out.append(env)
@@ -61,7 +61,16 @@ def stage(
         units = projects.units(session, env)
         live = {name: releases.live_values(u) for name, u in units.items()}
         heads = {name: h for name, u in units.items() if (h := releases.headline(u.active_release))}
-        lines = planning.plan(projects.recorded_config(env), new, live, heads)
+        shown = {name: releases.live_resolved(u, env.namespace) for name, u in units.items()}
+        lines = planning.plan(
+            projects.recorded_config(env),
+            new,
+            live,
+            heads,
+            shown,
+            namespace=env.namespace,
+            live_environment=projects.live_environment(env),
+        )
         for older in changesets.open_for(session, env.id, owner):
             changesets.discard(
                 session, ctx.clock, older, messages.replaced_by(commit.short), actor=owner
@@ -70,17 +79,5 @@ def stage(
             continue
         changeset = changesets.create(session, ctx.clock, env, owner, commit, file.source, lines)
         staged.append(changeset)
-        touched = {line.service for line in lines}
-        held = sorted(s.name for s in new.services if s.name in touched and not s.auto_deploy)
-        if held:
-            changesets.note(
-                session,
-                ctx.clock,
-                changeset,
-                f"Draft: {', '.join(held)} {'has' if len(held) == 1 else 'have'} "
-                f"auto_deploy = false; apply it with: nebula changeset apply {changeset.id}",
-                actor=owner,
-            )
-            continue
-        applying.apply(session, ctx, changeset, requester=owner)
+        proceeding.proceed(session, ctx, changeset, requester=owner)
     return staged

@@ -39,6 +39,10 @@ class Code(StrEnum):
     IMAGE_TAG = "image-tag"
     VOLUME_WITHOUT_DOWNTIME = "volume-without-downtime"
     NO_ENVIRONMENTS = "no-environments"
+    SELF_PROMOTION = "self-promotion"
+    PROMOTION_CYCLE = "promotion-cycle"
+    SOAK_WITHOUT_PROMOTE_FROM = "soak-without-promote-from"
+    MALFORMED_DURATION = "malformed-duration"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,11 @@ def resolve_variables(config: EnvironmentConfig, service: ServiceSpec) -> Resolv
     return tuple((key, resolver.value(service.name, key, ())) for key, _ in service.variables)
 
 
+def resolve_variable(config: EnvironmentConfig, service: str, key: str) -> Segments:
+    """What ``${{ service.KEY }}`` resolves to in ``config`` (``ConfigurationError`` if nothing)."""
+    return _Resolver(config).value(service, key, ())
+
+
 class _Resolver:
     def __init__(self, config: EnvironmentConfig) -> None:
         self.config = config

@@ -144,6 +144,11 @@ class DatabaseSpec:
 class EnvironmentSpec:
     name: str
     protected: bool = False
+    # A promotion gate: a new image here must first have stayed healthy in ``promote_from``
+    # for ``soak_seconds`` (behaviour.md "Promotion gates").
+    promote_from: str | None = None
+    soak_seconds: int = 0
+    self_heal: bool = False  # put drifted live objects back
 
 
 Unit = ServiceSpec | DatabaseSpec

@@ -14,7 +14,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from reconciler.errors import InvalidFileError
-from reconciler.model import crosschecks, positions, units
+from reconciler.model import crosschecks, environments, positions, units
 from reconciler.model.problems import Code, Problem, Problems, Severity
 from reconciler.model.reading import Reader, check_slug, not_a_table
 from reconciler.model.specs import (
@@ -26,7 +26,6 @@ from reconciler.model.specs import (
 
 TOP_KEYS = ("project", "environments", "services", "databases")
 PROJECT_KEYS = ("name",)
-ENVIRONMENT_KEYS = ("protected",)
 
 
 def load(text: str, path: str = "nebula.toml") -> ProjectFile:
@@ -135,11 +134,12 @@ class _FileReader:
         )
 
     def _environments(self) -> tuple[EnvironmentSpec, ...]:
-        out = []
-        for env, table in self._named_tables("environments", "environment").items():
-            reader = Reader(self.problems, table, ("environments", env), ENVIRONMENT_KEYS)
-            out.append(EnvironmentSpec(env, reader.boolean("protected", False)))
-        return tuple(out)
+        tables = self._named_tables("environments", "environment")
+        read = tuple(
+            environments.read_environment(self.problems, name, table)
+            for name, table in tables.items()
+        )
+        return environments.check_gates(self.problems, read, tables)
 
     def _named_tables(self, key: str, what: str) -> dict[str, dict[str, Any]]:
         tables = self.top.table_of(key) or {}

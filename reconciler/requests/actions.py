@@ -10,15 +10,21 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from reconciler.admin import projects
+from reconciler.admin import members, projects
 from reconciler.context import Context
-from reconciler.core.states import ApprovalTarget, DeploymentKind, DeploymentState, ReleaseStatus
+from reconciler.core.states import (
+    AdminAction,
+    ApprovalTarget,
+    DeploymentKind,
+    DeploymentState,
+    ReleaseStatus,
+)
 from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
-from reconciler.errors import ConflictError, NotFoundError
+from reconciler.errors import ConflictError, ForbiddenError, GateError, NotFoundError
 from reconciler.model.frozen import FrozenRelease
-from reconciler.requests import approvals, guards, starting
-from reconciler.store import schema
+from reconciler.requests import approvals, gates, guards, starting
+from reconciler.store import events, schema
 
 
 @dataclass
@@ -35,7 +41,11 @@ def request(
     release: schema.Release,
     kind: DeploymentKind,
     requester: str,
+    *,
+    skipped_gate: str | None = None,
 ) -> Requested:
+    """``skipped_gate``: why the promotion gate refused it, when an admin passed it anyway
+    (``--skip-gate``): recorded in its event and shown in its approval request."""
     env = unit.environment
     guards.check_freeze(session, ctx.clock, env, kind)
     outcome = None
@@ -60,6 +70,20 @@ def request(
         message=outcome.message if outcome is not None else None,
     )
     result = Requested(deployment)
+    evidence = gates.proof(session, ctx, env, [(unit.name, release.image)])
+    if skipped_gate is not None:
+        skipped = f"Promotion gate skipped by {requester} (--skip-gate): {skipped_gate}"
+        events.deployment(session, ctx.clock.now(), deployment, skipped, actor=requester)
+        events.admin(
+            session,
+            ctx.clock.now(),
+            AdminAction.PROMOTE_SKIP_GATE,
+            f"{env.project.slug}/{env.name} {unit.name}",
+            f"Promoted {unit.name} {release.name} past its gate: {skipped_gate}",
+            actor=requester,
+            project=env.project,
+        )
+        evidence = [skipped, *(evidence or [])]
     if outcome is not None:
         result.approval = approvals.request(
             session,
@@ -71,6 +95,7 @@ def request(
             kind.value,
             requester,
             outcome,
+            evidence=evidence,
         )
     if passes:
         result.ended = starting.start(session, ctx.clock, deployment, requester)
@@ -137,7 +162,12 @@ def promote(
     source_env: str,
     target_env: str,
     requester: str,
+    *,
+    skip_gate: bool = False,
 ) -> Requested:
+    """The source environment's active image, as a new release of the target's settings.
+    Into an environment with a promotion gate only once the image soaked there, unless an
+    admin or owner passes ``skip_gate`` (recorded)."""
     if source_env == target_env:
         # Refused (409), not invalid input: the request is well formed, what it asks is not.
         raise ConflictError(
@@ -162,6 +192,19 @@ def promote(
             "nebula.toml"
         )
     image = source.active_release.image
+    refused = gates.promotion(session, ctx, env, service, image)
+    if refused is not None and not skip_gate:
+        raise GateError(
+            f"Not promoted: {refused}",
+            hint="wait until it has soaked, or (an admin or owner) pass --skip-gate",
+        )
+    if refused is not None:
+        role = members.role_of(session, requester)
+        if role is None or not role.can_decide:
+            raise ForbiddenError(
+                f"Only an admin or owner can skip the promotion gate ({requester} is "
+                f"{role.value if role else 'not a member'}). Not promoted: {refused}"
+            )
     release = releases.create(
         session,
         ctx.clock,
@@ -169,7 +212,9 @@ def promote(
         FrozenRelease.of(config, spec).with_image(image),
         f"promoted from {source_env} {source.active_release.name}",
     )
-    return request(session, ctx, target, release, DeploymentKind.PROMOTE, requester)
+    return request(
+        session, ctx, target, release, DeploymentKind.PROMOTE, requester, skipped_gate=refused
+    )
 
 
 def redeploy(

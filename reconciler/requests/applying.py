@@ -5,9 +5,11 @@ deployments wait in awaiting-approval until it is decided (or pass at once by a 
 file is recorded for the environment (what the next push is diffed against) only when the
 change set is actually applied.
 
-An apply is an ordered list of checks, each of which may refuse it with a note (drift, a
-freeze, the concurrency cap); a refusal is returned, not raised, so that what it records
-(drifted lines, the note) is committed with it.
+An apply is an ordered list of checks, each of which may refuse it with a note (its
+promotion gate, drift, a freeze, the concurrency cap); a refusal is returned, not raised, so
+that what it records (drifted lines, the note, a failed gate) is committed with it. In a
+gated environment the approval records what the gating environment proved (``gates.proof``).
+The environment's own settings change when a change set carrying them takes effect.
 """
 
 from __future__ import annotations
@@ -19,23 +21,24 @@ from sqlalchemy.orm import Session
 
 from reconciler.admin import projects
 from reconciler.context import Context
-from reconciler.core import approving
+from reconciler.core import approving, planning
 from reconciler.core.planning import FIRST_DEPLOY_FIELD, REMOVAL_FIELD, unit_kind
 from reconciler.core.states import (
     ApprovalTarget,
     ChangeSetState,
     DeploymentKind,
     DeploymentState,
+    GateState,
     LineKind,
     ServiceStatus,
 )
 from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
 from reconciler.errors import ConflictError, RefusedError
-from reconciler.model import graph, validation
+from reconciler.model import graph
 from reconciler.model.frozen import FrozenRelease
 from reconciler.model.specs import EnvironmentConfig, ServiceSpec
-from reconciler.requests import approvals, changesets, guards, starting
+from reconciler.requests import approvals, changesets, gates, guards, starting
 from reconciler.store import events, schema
 
 
@@ -48,32 +51,37 @@ class Applied:
     ended: list[Ended] = field(default_factory=list)
 
 
-def _config(changeset: schema.ChangeSet) -> EnvironmentConfig:
-    config = validation.load(changeset.file_text).environment(changeset.environment.name)
-    assert config is not None, "a staged file always declares its environment"
-    return config
-
-
-def _live(unit: schema.Unit | None, field_name: str) -> object:
+def _live(
+    env: schema.Environment, units: dict[str, schema.Unit], line: schema.ChangeSetLine
+) -> object:
+    """The live value a line's ``before`` is compared with: the environment's setting, a
+    resolved value for a line that changed through a reference (``via``), else the field as
+    the active release has it."""
+    if line.kind == LineKind.ENVIRONMENT.value:
+        return planning.environment_values(projects.live_environment(env)).get(line.field)
+    unit = units.get(line.service)
     if unit is None:
         return None
-    if field_name in (FIRST_DEPLOY_FIELD, REMOVAL_FIELD):
+    if line.field in (FIRST_DEPLOY_FIELD, REMOVAL_FIELD):
         return releases.headline(unit.active_release)
-    return releases.live_values(unit).get(field_name)
+    if line.via is not None:
+        return releases.live_resolved(unit, env.namespace).get(line.field)
+    return releases.live_values(unit).get(line.field)
 
 
 def _drifted(changeset: schema.ChangeSet, units: dict[str, schema.Unit]) -> str | None:
     """Every line's ``before`` against the live value now; the drifted lines are marked."""
+    env = changeset.environment
     drifted = []
     for line in changeset.lines:
-        line.drifted = _live(units.get(line.service), line.field) != line.before
+        line.drifted = _live(env, units, line) != line.before
         if line.drifted:
             drifted.append(line)
     if not drifted:
         return None
     shown = "; ".join(
         f"{line.service} {line.field} (staged with {line.before!r}, "
-        f"now {_live(units.get(line.service), line.field)!r})"
+        f"now {_live(env, units, line)!r})"
         for line in drifted
     )
     return (
@@ -115,9 +123,12 @@ def apply(
         raise ConflictError(
             f"Change set {changeset.id} is {changeset.state}; only a draft can be applied"
         )
+    gate = gates.check(session, ctx, changeset)
+    if gate is not None and gate.state is not GateState.PASSED:
+        return Applied(changeset, refused=gate.message)  # waiting for it, or ended failed
     env = changeset.environment
     units = projects.units(session, env)
-    config = _config(changeset)
+    config = changesets.config(changeset)
     deploying = {
         line.service
         for line in changeset.lines
@@ -141,6 +152,7 @@ def apply(
         )
         return Applied(changeset, refused=refused)
     result = Applied(changeset)
+    frozen = {name: _release_config(changeset, config, name, units.get(name)) for name in order}
     if outcome is not None:
         result.approval = approvals.request(
             session,
@@ -152,13 +164,12 @@ def apply(
             ApprovalTarget.CHANGESET.value,
             requester,
             outcome,
+            evidence=gates.proof(session, ctx, env, [(n, frozen[n].image) for n in order]),
         )
     source = f"commit {changeset.commit[:7]}" if changeset.commit else f"change set {changeset.id}"
     for name in order:
         unit = units.get(name) or _new_unit(session, ctx, env, config, name)
-        spec = config.unit(name)
-        assert spec is not None
-        release = releases.create(session, ctx.clock, unit, FrozenRelease.of(config, spec), source)
+        release = releases.create(session, ctx.clock, unit, frozen[name], source)
         result.deployments.append(
             queueing.create(
                 session,
@@ -185,6 +196,23 @@ def apply(
             actor=requester,
         )
     return result
+
+
+def _release_config(
+    changeset: schema.ChangeSet, config: EnvironmentConfig, name: str, unit: schema.Unit | None
+) -> FrozenRelease:
+    """What the unit's new release freezes: the change set's file, or, when a secret it reads
+    is all that changed, the active release again (a rollback stays what it rolled to)."""
+    mine = [line for line in changeset.lines if line.service == name]
+    if (
+        unit is not None
+        and unit.active_release is not None
+        and all(line.kind == LineKind.SECRET.value for line in mine)
+    ):
+        return releases.frozen(unit.active_release)
+    spec = config.unit(name)
+    assert spec is not None
+    return FrozenRelease.of(config, spec)
 
 
 def _new_unit(
@@ -226,12 +254,16 @@ def complete(
     """The change set takes effect: recorded, settings changed, its deployments start."""
     env = changeset.environment
     changesets.move(session, ctx.clock, changeset, ChangeSetState.APPLIED, None, actor=actor)
-    env.recorded_file = changeset.file_text
-    env.recorded_commit = changeset.commit
+    if changesets.from_file(changeset):
+        env.recorded_file = changeset.file_text
+        env.recorded_commit = changeset.commit
+    if any(line.kind == LineKind.ENVIRONMENT.value for line in changeset.lines):
+        # Its settings (protection, the gate, self-heal) are the applied file's from now on.
+        projects.set_environment(env, changesets.config(changeset).environment)
     units = projects.units(session, env)
     for line in changeset.lines:
         unit = units.get(line.service)
-        if unit is None:
+        if unit is None or line.kind == LineKind.ENVIRONMENT.value:
             continue
         if line.kind == LineKind.AUTO_DEPLOY.value:
             unit.auto_deploy = bool(line.after)

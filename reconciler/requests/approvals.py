@@ -54,10 +54,13 @@ def request(
     kind: str,
     requester: str,
     outcome: approving.Outcome,
+    *,
+    evidence: list[str] | None = None,
 ) -> schema.Approval:
     """Record an approval; one that passes at once is recorded too, with its rule and who.
 
-    ``kind`` is the deployment kind it gates, or ``changeset`` for a whole change set."""
+    ``kind`` is the deployment kind it gates, or ``changeset`` for a whole change set;
+    ``evidence`` what a gated environment's gate proved (or that it was skipped)."""
     now = clock.now()
     approval = schema.Approval(
         project_id=environment.project_id,
@@ -67,6 +70,7 @@ def request(
         kind=kind,
         state=ApprovalState.PENDING.value,
         requested_by=requester,
+        evidence=evidence,
         created_at=now,
         expires_at=now + settings.approval_ttl,
     )

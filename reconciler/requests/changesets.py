@@ -16,10 +16,13 @@ from reconciler.core.states import (
     ApprovalTarget,
     ChangeSetState,
     DeploymentState,
+    LineKind,
 )
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording
 from reconciler.errors import ConflictError, NotFoundError
+from reconciler.model import validation
+from reconciler.model.specs import EnvironmentConfig
 from reconciler.requests import approvals
 from reconciler.store import events, schema
 from reconciler.store.listing import rows as listing_rows
@@ -47,7 +50,10 @@ def create(
     commit: Commit | None,
     file_text: str,
     lines: list[planning.PlannedLine],
+    *,
+    message: str | None = None,
 ) -> schema.ChangeSet:
+    """A draft with its lines; ``message`` says why when no commit does (a secret set)."""
     changeset = schema.ChangeSet(
         project_id=env.project_id,
         environment_id=env.id,
@@ -55,7 +61,7 @@ def create(
         owner=owner,
         commit=commit.sha if commit else None,
         author=commit.author if commit else None,
-        message=commit.message if commit else None,
+        message=commit.message if commit else message,
         file_text=file_text,
         created_at=clock.now(),
     )
@@ -72,6 +78,7 @@ def create(
                 field=line.field,
                 before=line.before,
                 after=line.after,
+                via=line.via,
                 drifted=False,
             )
         )
@@ -82,6 +89,19 @@ def create(
         staged += f" from {commit.short}"
     events.changeset(session, clock.now(), changeset, staged, actor=owner)
     return changeset
+
+
+def config(changeset: schema.ChangeSet) -> EnvironmentConfig:
+    """Its environment's configuration in the file it was staged from."""
+    found = validation.load(changeset.file_text).environment(changeset.environment.name)
+    assert found is not None, "a staged file always declares its environment"
+    return found
+
+
+def from_file(changeset: schema.ChangeSet) -> bool:
+    """Whether it applies a file (a push), so applying it records that file for the
+    environment; a change set of only ``secret.NAME`` lines redeploys what runs instead."""
+    return any(line.kind != LineKind.SECRET.value for line in changeset.lines)
 
 
 def get(session: Session, changeset_id: int) -> schema.ChangeSet:

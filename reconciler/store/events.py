@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from sqlalchemy.orm import Session
 
+from reconciler.core.states import AdminAction
 from reconciler.store import schema
 
 
@@ -25,6 +26,12 @@ class EventKind(StrEnum):
     APPROVAL = "approval"
     PROJECT_BLOCKER = "project.blocker"  # set (state = the blocker) or cleared (state None)
     UNIT = "unit"  # a service or database: removed, torn down, back in the file
+    ADMIN = "admin"  # an administrative act (its ``action`` and ``target``), by its actor
+
+
+# The kinds ``nebula audit`` and ``GET /api/v1/audit`` list, alongside nothing else: add a kind
+# here to make it part of the audit trail (suspend/resume, drift and self-heal, ...).
+AUDITED: frozenset[EventKind] = frozenset({EventKind.ADMIN})
 
 
 Subject = schema.Deployment | schema.ChangeSet | schema.Approval | schema.Unit | schema.Project
@@ -87,6 +94,31 @@ def project_blocker(
 ) -> schema.Event:
     """``p``'s blocker as it is now: set (its name is the state) or cleared (no state)."""
     return _record(session, at, EventKind.PROJECT_BLOCKER, p, message, None)
+
+
+def admin(
+    session: Session,
+    at: datetime,
+    action: AdminAction,
+    target: str,
+    message: str,
+    *,
+    actor: str,
+    project: schema.Project | None = None,
+) -> schema.Event:
+    """An administrative act: ``action`` on ``target`` (text, e.g. ``member alice``, so it
+    outlives what it names), with what it did in ``message`` (never a secret's value)."""
+    event = schema.Event(
+        at=at,
+        kind=EventKind.ADMIN,
+        action=action.value,
+        target=target,
+        message=message,
+        actor=actor,
+        project_id=project.id if project is not None else None,
+    )
+    session.add(event)
+    return event
 
 
 def unit(

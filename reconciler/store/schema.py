@@ -113,6 +113,9 @@ class Project(Base):
     blocker: Mapped[str | None] = mapped_column(String(40))
     blocker_message: Mapped[str | None] = mapped_column(Text)
     blocker_commit: Mapped[str | None] = mapped_column(String(64))
+    # ``nebula project remove``: set while its environments are torn down (then it is forgotten)
+    removing_by: Mapped[str | None] = mapped_column(String(100))
+    removing_at: Mapped[datetime | None]
     environments: Mapped[list[Environment]] = relationship(
         back_populates="project", order_by="Environment.position"
     )
@@ -126,6 +129,10 @@ class Environment(Base):
     name: Mapped[str] = mapped_column(String(40))
     position: Mapped[int] = mapped_column(default=0)
     protected: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The promotion gate and self-heal, as the last applied change set set them.
+    promote_from: Mapped[str | None] = mapped_column(String(40))
+    soak_seconds: Mapped[int] = mapped_column(Integer, default=0)
+    self_heal: Mapped[bool] = mapped_column(Boolean, default=False)
     in_file: Mapped[bool] = mapped_column(Boolean, default=True)
     # The last file applied here: what the next push is diffed against.
     recorded_commit: Mapped[str | None] = mapped_column(String(64))
@@ -183,6 +190,7 @@ class Release(Base):
 
 class ChangeSet(Base):
     __tablename__ = "changesets"
+    __table_args__ = (Index("ix_changesets_gate", "state", "gate_state"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
@@ -193,6 +201,11 @@ class ChangeSet(Base):
     message: Mapped[str | None] = mapped_column(Text)  # the commit message
     file_text: Mapped[str] = mapped_column(Text)  # recorded for the environment on apply
     note: Mapped[str | None] = mapped_column(Text)  # why it ended, or which lines drifted
+    # Its promotion gate, in an environment with promote_from (all None otherwise).
+    gate_environment: Mapped[str | None] = mapped_column(String(40))
+    gate_soak_seconds: Mapped[int | None] = mapped_column(Integer)
+    gate_state: Mapped[str | None] = mapped_column(String(20))
+    gate_message: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
     environment: Mapped[Environment] = relationship()
@@ -212,6 +225,8 @@ class ChangeSetLine(Base):
     field: Mapped[str] = mapped_column(String(300))
     before: Mapped[Any] = mapped_column(JSON, nullable=True)
     after: Mapped[Any] = mapped_column(JSON, nullable=True)
+    # The reference that changed this resolved value ("a.K", "host(a)"); None for a text change.
+    via: Mapped[str | None] = mapped_column(String(300))
     drifted: Mapped[bool] = mapped_column(Boolean, default=False)
     changeset: Mapped[ChangeSet] = relationship(back_populates="lines")
 
@@ -270,6 +285,8 @@ class Approval(Base):
     decided_via: Mapped[str | None] = mapped_column(String(20))
     rule: Mapped[str | None] = mapped_column(String(40))
     reason: Mapped[str | None] = mapped_column(Text)
+    # In a gated environment, what the gating environment proved (or that a gate was skipped).
+    evidence: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime]
     decided_at: Mapped[datetime | None]
@@ -294,6 +311,10 @@ class Event(Base):
     state: Mapped[str | None] = mapped_column(String(30))
     message: Mapped[str | None] = mapped_column(Text)
     actor: Mapped[str | None] = mapped_column(String(100))
+    # Audit events: what was done (``member.add``) and to what (``member alice``), kept as text
+    # so the event outlives what it names (a removed member, a forgotten project).
+    action: Mapped[str | None] = mapped_column(String(40))
+    target: Mapped[str | None] = mapped_column(String(300))
 
 
 class Secret(Base):

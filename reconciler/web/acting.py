@@ -153,7 +153,9 @@ def promote(
     return _request(
         state,
         credentials,
-        lambda s, c, who: actions.promote(s, c, slug, service, body.source, body.target, who),
+        lambda s, c, who: actions.promote(
+            s, c, slug, service, body.source, body.target, who, skip_gate=body.skip_gate
+        ),
     )
 
 

@@ -6,6 +6,7 @@ value). Listings take the CLI's filters as query parameters.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -15,8 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler import views
-from reconciler.admin import projects
+from reconciler.admin import auditing, projects
 from reconciler.core.states import ApprovalState, ChangeSetState
+from reconciler.durations import parse_duration
 from reconciler.errors import NotFoundError
 from reconciler.requests import approvals, changesets
 from reconciler.store import schema
@@ -132,7 +134,7 @@ def list_approvals(
 ) -> dict[str, Any]:
     with state.ctx.db.reading() as session:
         rows = approvals.listing(session, _project_id(session, project), state_)
-        return {"approvals": [views.approval(a) for a in rows]}
+        return {"approvals": views.approvals_of(session, rows)}
 
 
 @_get("/approvals/{approval_id}", models.ApprovalOne, "One approval")
@@ -141,3 +143,39 @@ def get_approval(approval_id: Id, state: State) -> dict[str, Any]:
         return {
             "approval": views.approval(approvals.get(session, parse_id(approval_id, "approval")))
         }
+
+
+@_get("/audit", models.AuditList, "The audit trail: administrative acts (nebula audit)")
+def list_audit(
+    state: State,
+    since: Annotated[
+        str | None,
+        Query(
+            max_length=20,
+            pattern=r"^(([0-9]{1,5}(ms|s|m|h|d))+|[0-9]{1,9})$",
+            description="a duration back from now, e.g. 24h",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    start = None
+    if since is not None:
+        with contextlib.suppress(OverflowError):  # further back than time goes: everything
+            start = state.ctx.clock.now() - parse_duration(since, setting="since")
+    with state.ctx.db.reading() as session:
+        return {"events": [views.audit(e) for e in auditing.listing(session, start)]}
+
+
+@_get(
+    "/projects/{slug}/services/{service}/history",
+    models.HistoryList,
+    "A service's releases, newest first (nebula history)",
+)
+def get_history(
+    slug: Slug,
+    service: Annotated[str, Path(pattern=models.NAME_PATTERN, max_length=40)],
+    env: Annotated[str, Query(pattern=models.NAME_PATTERN, max_length=40)],
+    state: State,
+) -> dict[str, Any]:
+    with state.ctx.db.reading() as session:
+        environment = projects.environment(session, projects.get(session, slug), env)
+        return {"releases": views.history(session, projects.unit(session, environment, service))}

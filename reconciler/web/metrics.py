@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -19,6 +20,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from reconciler.context import Context
 from reconciler.core.states import ApprovalState
@@ -55,10 +57,13 @@ class Metrics:
             buckets=_FAST,
             registry=self.registry,
         )
+        # Counted once the project was found in the store (an unknown one is 404, counted
+        # nowhere), so its label takes only registered slugs.
         self.webhooks = Counter(
             "nebula_webhooks",
-            "Push notifications received, by outcome (polling, duplicate, ignored, coalesced, unauthorized)",
-            ["outcome"],
+            "Push notifications received, by project and outcome "
+            "(polling, duplicate, ignored, coalesced, unauthorized)",
+            ["project", "outcome"],
             registry=self.registry,
         )
         self.registry.register(StoreCollector(ctx))
@@ -93,13 +98,26 @@ class StoreCollector(Collector):
             GaugeMetricFamily(
                 "nebula_projects", "Registered projects, by blocker", labels=["blocker"]
             ),
-            GaugeMetricFamily("nebula_changesets", "Change sets, by state", labels=["state"]),
+            GaugeMetricFamily(
+                "nebula_changesets",
+                "Change sets, by project, environment and state",
+                labels=["project", "environment", "state"],
+            ),
             GaugeMetricFamily(
                 "nebula_deployments",
-                "Deployments, by state and blocker",
-                labels=["state", "blocker"],
+                "Deployments, by project, environment, state and blocker",
+                labels=["project", "environment", "state", "blocker"],
             ),
-            GaugeMetricFamily("nebula_approvals_pending", "Approvals waiting for a decision"),
+            GaugeMetricFamily(
+                "nebula_approvals_pending",
+                "Approvals waiting for a decision, by project and environment",
+                labels=["project", "environment"],
+            ),
+            GaugeMetricFamily(
+                "nebula_service_failed",
+                "1 when a service's (or database's) latest deployment ended failed, else 0",
+                labels=["project", "environment", "service"],
+            ),
             GaugeMetricFamily("nebula_outbox_backlog", "Notifications not yet delivered"),
             CounterMetricFamily("nebula_git_fetches", "Fetches from git remotes by this process"),
             CounterMetricFamily(
@@ -108,7 +126,9 @@ class StoreCollector(Collector):
         )
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        up, projects, changesets, deployments, approvals, outbox, fetches, calls = self._families()
+        (up, projects, changesets, deployments, approvals, failed, outbox, fetches, calls) = (
+            self._families()
+        )
         if self.ctx.git is not None:
             counters = self.ctx.git.counters()
             fetches.add_metric([], counters.fetches)
@@ -119,25 +139,27 @@ class StoreCollector(Collector):
                     select(schema.Project.blocker, func.count()).group_by(schema.Project.blocker)
                 ):
                     projects.add_metric([blocker or "none"], n)
-                for state, n in session.execute(
-                    select(schema.ChangeSet.state, func.count()).group_by(schema.ChangeSet.state)
+                # Labels come from rows that exist (registered projects, their environments and
+                # units), read afresh at each scrape: a removed project's series are gone at the
+                # next one, and nothing a request sends can make a new label value.
+                for slug, env, state, n in session.execute(
+                    _by_environment(schema.ChangeSet, schema.ChangeSet.state)
                 ):
-                    changesets.add_metric([state], n)
-                for state, blocker, n in session.execute(
-                    select(
-                        schema.Deployment.state, schema.Deployment.blocker, func.count()
-                    ).group_by(schema.Deployment.state, schema.Deployment.blocker)
-                ):
-                    deployments.add_metric([state, blocker or "none"], n)
-                approvals.add_metric(
-                    [],
-                    session.scalar(
-                        select(func.count())
-                        .select_from(schema.Approval)
-                        .where(schema.Approval.state == ApprovalState.PENDING.value)
+                    changesets.add_metric([slug, env, state], n)
+                for slug, env, state, blocker, n in session.execute(
+                    _by_environment(
+                        schema.Deployment, schema.Deployment.state, schema.Deployment.blocker
                     )
-                    or 0,
-                )
+                ):
+                    deployments.add_metric([slug, env, state, blocker or "none"], n)
+                for slug, env, n in session.execute(
+                    _by_environment(schema.Approval).where(
+                        schema.Approval.state == ApprovalState.PENDING.value
+                    )
+                ):
+                    approvals.add_metric([slug, env], n)
+                for slug, env, service, state in _latest_states(session):
+                    failed.add_metric([slug, env, service], int(state == "failed"))
                 outbox.add_metric(
                     [],
                     session.scalar(
@@ -155,4 +177,37 @@ class StoreCollector(Collector):
             yield calls
             return
         up.add_metric([], 1)
-        yield from (up, projects, changesets, deployments, approvals, outbox, fetches, calls)
+        yield from (up, projects, changesets, deployments, approvals, failed, outbox)
+        yield from (fetches, calls)
+
+
+def _by_environment(model: Any, *columns: Any) -> Any:
+    """``SELECT slug, environment, *columns, count(*)`` of ``model``'s rows, grouped."""
+    return (
+        select(schema.Project.slug, schema.Environment.name, *columns, func.count())
+        .select_from(model)
+        .join(schema.Environment, schema.Environment.id == model.environment_id)
+        .join(schema.Project, schema.Project.id == schema.Environment.project_id)
+        .group_by(schema.Project.slug, schema.Environment.name, *columns)
+    )
+
+
+def _latest_states(session: Session) -> list[tuple[str, str, str, str | None]]:
+    """(project, environment, unit, state of its latest deployment) for every unit."""
+    latest = (
+        select(func.max(schema.Deployment.id)).group_by(schema.Deployment.unit_id).scalar_subquery()
+    )
+    rows = session.execute(
+        select(schema.Project.slug, schema.Environment.name, schema.Unit.name, schema.Unit.id)
+        .join(schema.Environment, schema.Environment.id == schema.Unit.environment_id)
+        .join(schema.Project, schema.Project.id == schema.Unit.project_id)
+        .where(schema.Unit.status != "removed")
+    ).all()
+    states = dict(
+        session.execute(
+            select(schema.Deployment.unit_id, schema.Deployment.state).where(
+                schema.Deployment.id.in_(latest)
+            )
+        ).all()
+    )
+    return [(slug, env, name, states.get(unit_id)) for slug, env, name, unit_id in rows]

@@ -153,6 +153,17 @@ class ChangeSetLine(Out):
     field: str
     before: Any = Field(description="the live value when staged (null: none)")
     after: Any = Field(description="the new file's value (null: removed)")
+    via: str | None = Field(
+        default=None,
+        description="the reference that changed this resolved value (e.g. a.K); null: the text",
+    )
+
+
+class Gate(Out):
+    environment: str = Field(description="where a new image must prove itself first")
+    soak: str = Field(description="how long it must stay healthy there, e.g. 30m")
+    state: str = Field(description="waiting, passed or failed")
+    message: str | None
 
 
 class ChangeSet(Out):
@@ -165,6 +176,12 @@ class ChangeSet(Out):
     message: str | None = Field(description="how it ended once it has, else the commit message")
     commit_message: str | None
     note: str | None = Field(description="how it ended (replaced, rejected, expired, refused)")
+    gate: Gate | None = Field(
+        default=None, description="its promotion gate; null without promote_from"
+    )
+    evidence: list[str] = Field(
+        default_factory=list, description="what the gate proved, as its approval request shows"
+    )
     lines: list[ChangeSetLine]
 
 
@@ -187,6 +204,10 @@ class Approval(Out):
     requested_by: str
     decided_by: str | None
     rule: str | None
+    evidence: list[str] = Field(
+        default_factory=list,
+        description="in a gated environment: Verified in staging: api r-4 healthy since ...",
+    )
 
 
 class ApprovalList(Out):
@@ -238,6 +259,11 @@ class Rollback(In):
 class Promote(In):
     source: str = Field(alias="from", pattern=NAME_PATTERN, description="source environment")
     target: str = Field(alias="to", pattern=NAME_PATTERN, description="target environment")
+    skip_gate: bool = Field(
+        default=False,
+        description="promote before the target's promotion gate passes (admins and owners; "
+        "recorded in the event and shown in the approval request)",
+    )
 
 
 class Redeploy(In):
@@ -262,3 +288,31 @@ class HookReceipt(Out):
         "at the end of it covers it)"
     )
     reason: str | None = None
+
+
+# -- audit and history (1.1) ---------------------------------------------------------------
+
+
+class AuditEvent(Out):
+    at: str
+    actor: str | None
+    action: str = Field(description="e.g. member.add, token.revoke, secret.set, project.remove")
+    target: str = Field(description="what it was done to, e.g. member alice")
+    message: str | None
+
+
+class AuditList(Out):
+    events: list[AuditEvent]
+
+
+class HistoryRelease(Out):
+    release: str
+    image: str
+    state: str = Field(description="active, rollback-able, retired, failed, in-flight or ended")
+    created_at: str
+    created_by: str | None
+    commit: str | None
+
+
+class HistoryList(Out):
+    releases: list[HistoryRelease]

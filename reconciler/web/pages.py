@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
 
 from reconciler.admin import projects
+from reconciler.core.states import DeploymentState
 from reconciler.errors import NotFoundError
 from reconciler.requests import changesets
 from reconciler.store import schema
-from reconciler.web import presenting, templating
+from reconciler.web import listings, presenting, templating
 from reconciler.web.appstate import AppState, get_state, parse_id
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
@@ -45,6 +46,30 @@ def project(slug: str, state: State) -> HTMLResponse:
             crumbs=[(data["project"]["slug"], None)],
             **data,
         )
+
+
+@router.get("/approvals")
+def approvals_list(state: State) -> HTMLResponse:
+    with state.ctx.db.reading() as session:
+        data = listings.approvals_page(session)
+        return _page(state, "approvals.html", crumbs=[("approvals", None)], **data)
+
+
+@router.get("/deployments")
+def deployments_list(
+    state: State,
+    project: str | None = None,
+    environment: str | None = None,
+    state_: Annotated[str | None, Query(alias="state")] = None,
+) -> HTMLResponse:
+    if state_ and state_ not in {s.value for s in DeploymentState}:
+        raise NotFoundError(f"No deployment state '{state_[:40]}'")
+    filters = listings.Filters(
+        _slug(project) if project else None, environment or None, state_ or None
+    )
+    with state.ctx.db.reading() as session:
+        data = listings.deployments_page(session, filters)
+        return _page(state, "deployments.html", crumbs=[("deployments", None)], **data)
 
 
 @router.get("/deployments/{deployment_id}")

@@ -22,6 +22,7 @@ from reconciler.model.references import Literal, RefKind
 from reconciler.model.specs import DatabaseSpec, ProcessType, ServiceSpec
 from reconciler.requests import approvals
 from reconciler.store import schema
+from reconciler.web import diffs, grids
 
 S = DeploymentState
 ACTIVE = [s.value for s in S if not s.is_final and s is not S.AWAITING_APPROVAL]
@@ -181,6 +182,7 @@ def overview(session: Session) -> tuple[list[dict[str, Any]], int]:
         status = views.project_status(session, project)
         for env in status["environments"]:
             env["summary"] = summary(env["services"])
+        status["grid"] = grids.grid(status)
         rows.append(status)
     return rows, _refresh(session, None)
 
@@ -215,6 +217,7 @@ def project_page(session: Session, project: schema.Project) -> dict[str, Any]:
         environments.append(EnvironmentView(env_status, services, summary(env_status["services"])))
     return {
         "project": status,
+        "grid": grids.grid(status),
         "settings": {
             "interval": project.interval_seconds,
             "path": project.path,
@@ -228,25 +231,29 @@ def project_page(session: Session, project: schema.Project) -> dict[str, Any]:
     }
 
 
-def pending_approvals(session: Session, project_id: int) -> list[dict[str, Any]]:
+def pending_approvals(session: Session, project_id: int | None) -> list[dict[str, Any]]:
+    """Each pending approval with what it gates: its lines, and the rendered-manifest diff."""
     out = []
-    for a in approvals.listing(session, project_id):
-        if a.state != ApprovalState.PENDING.value:
-            continue
-        item: dict[str, Any] = {"approval": views.approval(a), "lines": [], "messages": []}
+    pending = approvals.listing(session, project_id, ApprovalState.PENDING)
+    for a, shown in zip(pending, views.approvals_of(session, pending), strict=True):
+        item: dict[str, Any] = {"approval": shown, "lines": [], "messages": []}
         if a.target == ApprovalTarget.CHANGESET:
             changeset = session.get(schema.ChangeSet, a.target_id)
             if changeset is not None:
                 item["changeset"] = views.changeset(changeset, a)
                 item["lines"] = item["changeset"]["lines"]
             gated = session.scalars(
-                select(schema.Deployment).where(schema.Deployment.changeset_id == a.target_id)
+                select(schema.Deployment)
+                .where(schema.Deployment.changeset_id == a.target_id)
+                .order_by(schema.Deployment.id)
             ).all()
         else:
             one = session.get(schema.Deployment, a.target_id)
             gated = [one] if one is not None else []
             if one is not None:
                 item["deployment"] = views.deployment(one)
+        env = a.environment
+        item["manifests"] = diffs.of_deployments(env.project.slug, env.name, gated)
         item["messages"] = sorted(
             {d.message for d in gated if d.message and d.state == S.AWAITING_APPROVAL.value}
         )
@@ -293,9 +300,11 @@ def changeset_page(session: Session, c: schema.ChangeSet) -> dict[str, Any]:
         .where(schema.Deployment.changeset_id == c.id)
         .order_by(schema.Deployment.id)
     ).all()
+    env = c.environment
     return {
         "changeset": views.changeset(c, approval),
         "approval": views.approval(approval) if approval is not None else None,
+        "manifests": diffs.of_deployments(env.project.slug, env.name, deployments),
         "deployments": [views.deployment(d) for d in deployments],
         "refresh": _refresh_for([d.state for d in deployments]),
     }

@@ -7,6 +7,7 @@ Filters turn the API's ISO times into what a person reads ("3 min ago" next to
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,15 @@ def short_image(value: str | None) -> str:
     return value
 
 
+_DIGEST = re.compile(r"(sha256:[0-9a-f]{12})[0-9a-f]{52}")
+
+
+def short_digests(text: str) -> str:
+    """Every 64-digit sha256 digest in ``text`` cut to 12 digits and ``…`` (the element's
+    title keeps the whole value), so a cell stays short on a phone."""
+    return _DIGEST.sub(r"\1…", text)
+
+
 def shown(value: Any) -> str:
     """A change-set value as text: strings as they are, ``(none)`` for absent."""
     if value is None:
@@ -89,6 +99,7 @@ _env.filters.update(
     iso=iso,
     short_sha=short_sha,
     short_image=short_image,
+    short_digests=short_digests,
     shown=shown,
 )
 _env.globals.update(relative=relative)

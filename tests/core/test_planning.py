@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 import tomlkit
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from reconciler.core import planning
 from reconciler.core.planning import FIRST_DEPLOY_FIELD, REMOVAL_FIELD, PlannedLine, Value
 from reconciler.core.states import LineKind
-from reconciler.model import validation
+from reconciler.model import resolved, validation
 from reconciler.model.specs import EnvironmentConfig
 
 SETTINGS = settings(
@@ -164,6 +165,8 @@ def apply(
     """What a reviewer reads off the lines, applied to the recorded fields."""
     out = {name: dict(values) for name, values in before.items()}
     for line in lines:
+        if line.via is not None:
+            continue  # a resolved value changed, not the text: nothing to apply
         if line.field == FIRST_DEPLOY_FIELD:
             unit = new.unit(line.service)
             assert unit is not None and line.after == planning.headline(unit)
@@ -241,6 +244,17 @@ def test_a_sequence_of_pushes_composes(pushes: list[str], env: str) -> None:
     assert state == fields(configs[-1])
 
 
+def _check_resolved(
+    recorded: EnvironmentConfig, pushed: EnvironmentConfig, line: PlannedLine
+) -> None:
+    key = line.field.removeprefix("variables.")
+    old, new = recorded.service(line.service), pushed.service(line.service)
+    assert old is not None and new is not None
+    was, now = resolved.of_file(recorded, old)[key], resolved.of_file(pushed, new)[key]
+    assert was != now and line.after == now.shown("")
+    assert line.kind is LineKind.VARIABLE_SET
+
+
 def _check_lines(
     recorded: EnvironmentConfig,
     pushed: EnvironmentConfig,
@@ -267,6 +281,10 @@ def _check_lines(
             assert line.before == heads.get(line.service)
             continue
         before, after = old[line.service].get(line.field), new[line.service].get(line.field)
+        if line.via is not None:
+            _check_resolved(recorded, pushed, line)
+            assert before == after, "a line through a reference has the same text"
+            continue
         assert before != after, f"a line for {line.field}, which did not change"
         assert line.after == after
         assert line.before == live.get(line.service, {}).get(line.field), "before is the live value"
@@ -296,3 +314,83 @@ def _check_lines(
         and type(recorded.unit(name)) is type(pushed.unit(name))
     }
     assert changed <= set(keys), f"changed fields with no line: {changed - set(keys)}"
+
+
+# -- resolved values (behaviour.md "Resolved values") ----------------------------------------
+
+CHAIN = """
+[environments.staging]
+[services.a]
+image = "registry.example.com/a@sha256:{a}"
+[services.a.processes.web]
+type = "http"
+port = {port}
+[services.a.variables]
+K = "{k}"
+[services.b]
+image = "registry.example.com/b@sha256:{a}"
+[services.b.variables]
+X = "${{{{ a.K }}}}"
+DB = "${{{{ db.DATABASE_URL }}}}"
+[services.c]
+image = "registry.example.com/c@sha256:{a}"
+[services.c.variables]
+Y = "${{{{ b.X }}}}/${{{{ host(a) }}}}"
+[databases.db]
+"""
+
+
+def chain(k: str = "v1", port: int = 8080) -> EnvironmentConfig:
+    found = validation.load(CHAIN.format(a="a" * 64, k=k, port=port)).environment("staging")
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize(
+    ("pushed", "expected"),
+    [
+        pytest.param(chain(), [], id="nothing changed"),
+        pytest.param(
+            chain(k="v2"),
+            [
+                ("a", "variables.K", "v1", "v2", None),
+                ("b", "variables.X", "v1", "v2", "a.K"),
+                (
+                    "c",
+                    "variables.Y",
+                    "v1/a.ns.svc.cluster.local:8080",
+                    "v2/a.ns.svc.cluster.local:8080",
+                    "b.X",
+                ),
+            ],
+            id="a value read through a chain",
+        ),
+        pytest.param(
+            chain(port=9090),
+            [
+                ("a", "processes.web.port", 8080, 9090, None),
+                (
+                    "c",
+                    "variables.Y",
+                    "v1/a.ns.svc.cluster.local:8080",
+                    "v1/a.ns.svc.cluster.local:9090",
+                    "host(a)",
+                ),
+            ],
+            id="the port behind host()",
+        ),
+    ],
+)
+def test_a_value_that_resolves_differently_is_a_line_with_its_reason(
+    pushed: EnvironmentConfig, expected: list[tuple[object, ...]]
+) -> None:
+    recorded = chain()
+    live = {
+        "a": {"variables.K": "v1", "processes.web.port": 8080},
+    }
+    shown = {
+        "b": {"variables.X": "v1", "variables.DB": "${{ db.DATABASE_URL }}"},
+        "c": {"variables.Y": "v1/a.ns.svc.cluster.local:8080"},
+    }
+    lines = planning.plan(recorded, pushed, live, {}, shown, namespace="ns")
+    assert [(ln.service, ln.field, ln.before, ln.after, ln.via) for ln in lines] == expected

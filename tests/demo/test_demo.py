@@ -34,9 +34,18 @@ def test_the_demo_runs_the_main_job_end_to_end_and_cleans_up() -> None:
     assert elapsed < 60
     # The page was served while the demo ran, and showed the project.
     assert "webapp" in page_seen
-    # Staging deploys at once; production waits for an approval an admin gives.
+    # Staging deploys at once; production waits for staging (its promotion gate), then for
+    # an approval an admin gives, which shows what staging proved.
     assert re.search(r"staging\s+web\s+r-1\s+healthy", out)
     assert "approval 1: production change set 2" in out
+    assert "requested by webapp (push by Demo Developer <dev@example.com>), pending" in out
+    # A first deploy's "before" reads (none), never Python's None.
+    assert re.search(r"db\s+first_deploy\s+\(none\) -> postgres 16", out)
+    assert "None" not in out
+    assert "production  change set 2 waits: Waiting for db to be healthy in staging" in out
+    assert out.index("change set 2 waits") < out.index("approval 1: production change set 2")
+    assert re.search(r"Verified in staging: web r-1 healthy since \S+ \S+ UTC \(\d+s\)", out)
+    assert "production  change set 4 waits: Waiting for web to be healthy in staging" in out
     assert "alice approved approval 1" in out
     # The second push: a variable and an image; production's approval is decided by bob.
     assert re.search(r"staging\s+web\s+r-2\s+healthy", out)

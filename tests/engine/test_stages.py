@@ -170,6 +170,7 @@ def test_each_blocker_fails_the_deployment_and_the_previous_release_keeps_servin
         "state": "failed",
         "blocker": blocker.value,
         "message": message,
+        "approval_id": None,  # nothing waits for a person
     }
     assert cluster(nebula).selected_release(NS, "api") == "r-1"
     assert not [

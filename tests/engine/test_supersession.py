@@ -101,6 +101,7 @@ def test_one_taking_over_traffic_finishes_and_the_new_one_waits(
         "state": "pending",
         "blocker": None,
         "message": waiting,
+        "approval_id": None,  # nothing waits for a person
     }
     nebula.settle()
     first, second = driving.show(nebula, old), driving.show(nebula, new["id"])

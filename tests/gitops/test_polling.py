@@ -58,6 +58,7 @@ def test_a_variable_change_stages_exactly_one_line(nebula: Nebula, git_repo: Git
             "field": "variables.LOG_LEVEL",
             "before": "info",
             "after": "debug",
+            "via": None,
             "drifted": False,
         }
     ]

@@ -46,6 +46,11 @@ def test_there_is_a_fixture_per_error_the_spec_lists() -> None:
         "volume-without-downtime",
         "invalid-reference",
         "several-errors",
+        "unknown-environment-promote-from",
+        "self-promotion",
+        "promotion-cycle",
+        "soak-without-promote-from",
+        "malformed-duration",
     }
     assert required <= names
 

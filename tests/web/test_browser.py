@@ -4,6 +4,7 @@ console error, and fits a 375 px phone as well as a desktop (screenshots in test
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -133,4 +134,81 @@ def test_a_failing_push_shows_its_blocker_message(
     page.goto(f"{process.url}/")
     expect(page.locator(f"#project-{world.SLUG}")).to_contain_text("1 failed")
     _screenshots(page, "overview")
+    assert page.errors == []
+
+
+# -- the 1.1 pages, served in-process from a settled shop (fake clock) ----------------------
+
+
+def _at_phone_and_desktop(page: Any, name: str) -> None:
+    """Screenshots at 1400 px and 400 px; at each, nothing wider than the viewport, no field
+    or service name broken across lines, and no image cell taller than one line."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    for width in (1400, 400):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=True)
+        overflow = page.evaluate("document.documentElement.scrollWidth")
+        assert overflow <= width, f"{name} is {overflow} px wide at a {width} px viewport"
+        broken = page.evaluate(
+            """() => [
+                ...[...document.querySelectorAll(
+                    'td.field code, details.diff summary code, .grid code.image')]
+                    .filter(e => e.getClientRects().length > 1),
+                ...[...document.querySelectorAll('td.name, th.name')]
+                    .filter(e => getComputedStyle(e).whiteSpace !== 'nowrap'),
+            ].map(e => e.textContent)"""
+        )
+        assert broken == [], f"{name} at {width} px breaks {broken}"
+
+
+def test_the_grid_approvals_and_deployments_pages_in_chromium(
+    shop: Any, live: Any, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    base = str(live.base_url).rstrip("/")
+    shop.push(world.shop_toml(level="debug"), "Debug logging")
+    shop.nebula.settle()
+
+    page.goto(f"{base}/projects/{world.SLUG}")
+    grid = page.locator(f"#grid-{world.SLUG}")
+    staging_api = grid.locator("td[data-env='staging'][data-service='api']")
+    expect(staging_api).to_contain_text("r-2")
+    expect(staging_api).to_contain_text("sync: unknown")
+    image = staging_api.locator("code.image")
+    assert image.get_attribute("title") == world.API  # the whole reference on hover
+    assert (
+        image.inner_text()
+        == world.API.split("@")[0] + "@sha256:" + world.API.split(":")[-1][:12] + "…"
+    )
+    expect(grid.locator("td[data-env='production'][data-service='api']")).to_contain_text(
+        "awaiting-approval"
+    )
+    _at_phone_and_desktop(page, "project-grid")
+
+    page.goto(f"{base}/approvals")
+    expect(page.locator("#pending-title")).to_have_text("Pending (1)")
+    card = page.locator("article.approval").first
+    expect(card.locator("table.lines")).to_contain_text("first_deploy")
+    expect(card.locator(".manifests")).to_contain_text("created")
+    _at_phone_and_desktop(page, "approvals")
+
+    page.goto(f"{base}/changesets/3")
+    expect(page.locator("table.lines")).to_contain_text("variables.LOG_LEVEL")
+    expect(page.locator(".manifests")).to_contain_text("configured")
+    expect(page.locator("details.diff[open] pre.diff .add").first).to_be_visible()
+    _at_phone_and_desktop(page, "changeset-diff")
+
+    page.goto(f"{base}/deployments?environment=staging")
+    rows = page.locator("#deployments tbody tr")
+    expect(rows.first).to_contain_text("staging")
+    assert all("staging" in rows.nth(i).inner_text() for i in range(rows.count()))
+    page.locator("nav.filters a.chip", has_text="healthy").first.click()
+    expect(page).to_have_url(re.compile(r"environment=staging&state=healthy"))
+    expect(page.locator("nav.filters a.chosen")).to_have_text(["all", "staging", "healthy"])
+    _at_phone_and_desktop(page, "deployments")
+
+    page.goto(f"{base}/")
+    expect(page.locator(f"#grid-{world.SLUG}")).to_be_visible()
+    _at_phone_and_desktop(page, "overview-grid")
     assert page.errors == []

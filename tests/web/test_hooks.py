@@ -184,10 +184,10 @@ def test_notifications_are_counted_in_the_metrics(secured: Shop, live: httpx.Cli
 
     metrics = live.get("/metrics").text
 
-    assert 'nebula_webhooks_total{outcome="polling"} 1.0' in metrics
-    assert 'nebula_webhooks_total{outcome="duplicate"} 1.0' in metrics
-    assert 'nebula_webhooks_total{outcome="unauthorized"} 1.0' in metrics
-    assert 'nebula_webhooks_total{outcome="ignored"} 1.0' in metrics
+    assert 'nebula_webhooks_total{outcome="polling",project="shop"} 1.0' in metrics
+    assert 'nebula_webhooks_total{outcome="duplicate",project="shop"} 1.0' in metrics
+    assert 'nebula_webhooks_total{outcome="unauthorized",project="shop"} 1.0' in metrics
+    assert 'nebula_webhooks_total{outcome="ignored",project="shop"} 1.0' in metrics
 
 
 # -- projects without a secret: anyone may notify, at most one poll per webhook_limit ------

@@ -17,7 +17,7 @@ from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 from reconciler.web.metrics import Metrics
 from tests.web.conftest import Shop
-from tests.web.world import ThreadedServer
+from tests.web.world import API_BROKEN, ThreadedServer, shop_toml
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -66,15 +66,42 @@ def test_metrics_count_what_the_store_holds(shop: Shop, live: httpx.Client) -> N
     samples = _samples(answer.text)
     assert samples[("nebula_store_up", ())] == 1
     assert samples[("nebula_projects", (("blocker", "none"),))] == 1
-    assert samples[("nebula_changesets", (("state", "applied"),))] == 1
-    assert samples[("nebula_changesets", (("state", "pending-approval"),))] == 1
-    assert samples[("nebula_deployments", (("blocker", "none"), ("state", "healthy")))] == 2
-    assert (
-        samples[("nebula_deployments", (("blocker", "none"), ("state", "awaiting-approval")))] == 2
-    )
-    assert samples[("nebula_approvals_pending", ())] == 1
+    staging = (("environment", "staging"), ("project", "shop"))
+    production = (("environment", "production"), ("project", "shop"))
+    assert samples[("nebula_changesets", (*staging, ("state", "applied")))] == 1
+    assert samples[("nebula_changesets", (*production, ("state", "pending-approval")))] == 1
+    healthy = (("blocker", "none"), *staging, ("state", "healthy"))
+    assert samples[("nebula_deployments", healthy)] == 2
+    waiting = (("blocker", "none"), *production, ("state", "awaiting-approval"))
+    assert samples[("nebula_deployments", waiting)] == 2
+    assert samples[("nebula_approvals_pending", production)] == 1
+    assert samples[("nebula_service_failed", (*staging, ("service", "api")))] == 0
     assert ("nebula_outbox_backlog", ()) in samples
     assert ("nebula_git_fetches_total", ()) in samples
+
+
+def test_metric_labels_name_only_registered_projects_and_say_which_service_failed(
+    shop: Shop, live: httpx.Client
+) -> None:
+    shop.push(shop_toml(api_image=API_BROKEN), "Broken api image")
+    shop.nebula.settle()
+    samples = _samples(live.get("/metrics").text)
+    failed = {
+        labels: value
+        for (name, labels), value in samples.items()
+        if name == "nebula_service_failed"
+    }
+    assert failed[(("environment", "staging"), ("project", "shop"), ("service", "api"))] == 1
+    assert failed[(("environment", "staging"), ("project", "shop"), ("service", "db"))] == 0
+    # A push to a project that is not registered adds no label value.
+    assert live.post("/hooks/git/not-registered", content=b"{}").status_code == 404
+    shop.nebula.ok("member add root --role owner")
+    shop.nebula.ok("project remove shop --as root")
+    after = _samples(live.get("/metrics").text)
+    assert not any(
+        ("project", "shop") in labels or ("project", "not-registered") in labels
+        for _, labels in after
+    )
 
 
 def test_metrics_record_polls_and_ticks(shop: Shop) -> None:

@@ -38,9 +38,10 @@ def test_the_project_page_shows_each_service_and_the_approval_waiting(
     text = _text(live.get("/projects/shop").text)
 
     assert "Waiting for approval" in text
-    assert "Requested by shop 9 s ago" in text  # the project asked (a push)
+    # The project asked (a push); the commit's author is named beside it.
+    assert "Requested by shop (push by Ada Lovelace &lt;ada@example.com&gt;) 9 s ago" in text
     assert re.search(
-        r"api first_deploy \(none\) registry\.example\.com/shop/api@sha256:a{64}", text
+        r"api first_deploy \(none\) registry\.example\.com/shop/api@sha256:a{12}…", text
     )
     assert "Active release r-1" in text
     assert "web (http, 1 replica)" in text

@@ -1,0 +1,126 @@
+"""``nebula wait DEPLOYMENT_ID`` / ``nebula wait --changeset ID``: block until it ends,
+printing each state change (like ``kubectl rollout status``; it watches, ``nebula serve`` or
+``nebula reconcile`` moves things).
+
+Exit 0: the deployment is healthy (a change set: applied, and all its deployments healthy);
+1: it ended otherwise (its message is printed); 3: ``--timeout`` passed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from reconciler.cli import common, output
+from reconciler.core.states import ChangeSetState, DeploymentState
+from reconciler.durations import format_duration
+from reconciler.errors import NotFoundError
+from reconciler.requests import changesets
+from reconciler.store import schema
+
+LOOK_EVERY = 1.0  # seconds between two reads of the store
+
+
+@dataclass(frozen=True)
+class Seen:
+    what: str  # "deployment 5", "change set 3"
+    state: str
+    lines: tuple[str, ...]  # one per thing watched, as printed when it changes
+    done: bool
+    ok: bool
+    message: str | None = None
+
+
+def register(subparsers: common.Subparsers) -> None:
+    p = common.command(subparsers, "wait", wait, "wait for a deployment (or a change set) to end")
+    p.add_argument("id", nargs="?", help="a deployment id")
+    p.add_argument("--changeset", metavar="ID", help="wait for this change set instead")
+    common.add_timeout(p, "10m", "give up after this long: exit 3 (default 10m)")
+
+
+def _deployment_line(d: schema.Deployment) -> str:
+    text = f"deployment {d.id}: {d.unit.name} {d.release.name} {d.state}"
+    return text + (f" ({d.blocker}: {d.message})" if d.blocker and d.message else "")
+
+
+def _look_deployment(session: Session, deployment_id: int) -> Seen:
+    d = session.get(schema.Deployment, deployment_id)
+    if d is None:
+        raise NotFoundError(
+            f"No deployment {deployment_id}", hint="list them with: nebula deployments"
+        )
+    state = DeploymentState(d.state)
+    return Seen(
+        f"deployment {d.id}",
+        d.state,
+        (_deployment_line(d),),
+        done=state.is_final,
+        ok=state is DeploymentState.HEALTHY,
+        message=d.message or f"deployment {d.id} ended {d.state}",
+    )
+
+
+def _look_changeset(session: Session, changeset_id: int) -> Seen:
+    c = changesets.get(session, changeset_id)
+    state = ChangeSetState(c.state)
+    deployments = changesets.deployments_of(session, c.id)
+    lines = (f"change set {c.id}: {c.state}", *(_deployment_line(d) for d in deployments))
+    what = f"change set {c.id}"
+    if state.is_open:
+        return Seen(what, c.state, lines, done=False, ok=False)
+    if state is not ChangeSetState.APPLIED:
+        message = c.note or f"change set {c.id} {c.state}"
+        return Seen(what, c.state, lines, done=True, ok=False, message=message)
+    ended = [d for d in deployments if DeploymentState(d.state).is_final]
+    bad = [d for d in ended if d.state != DeploymentState.HEALTHY]
+    if bad:
+        first = bad[0]
+        why = first.message or first.state
+        message = f"{first.unit.name} {first.release.name} ended {first.state}: {why}"
+        done = len(ended) == len(deployments)
+        return Seen(what, c.state, lines, done=done, ok=False, message=message)
+    return Seen(what, c.state, lines, done=len(ended) == len(deployments), ok=True)
+
+
+def wait(args: argparse.Namespace) -> int:
+    if (args.id is None) == (args.changeset is None):
+        output.error("give a deployment id or --changeset ID (one of them)")
+        return output.EXIT_USAGE
+    ctx = common.context(args)
+    if args.changeset is not None:
+        changeset_id = common.parse_id(args.changeset, "change set")
+
+        def look(session: Session) -> Seen:
+            return _look_changeset(session, changeset_id)
+
+    else:
+        deployment_id = common.parse_id(args.id, "deployment")
+
+        def look(session: Session) -> Seen:
+            return _look_deployment(session, deployment_id)
+
+    deadline = time.monotonic() + args.timeout.total_seconds()
+    printed: dict[int, str] = {}
+    while True:
+        with ctx.db.reading() as session:
+            seen = look(session)
+        for number, line in enumerate(seen.lines):
+            if printed.get(number) != line:
+                output.echo(line)
+                printed[number] = line
+        if seen.done:
+            if seen.ok:
+                return output.EXIT_OK
+            output.error(seen.message or "ended")
+            return output.EXIT_REFUSED
+        if time.monotonic() >= deadline:
+            output.error(
+                f"timed out after {format_duration(args.timeout)}: {seen.what} is still "
+                f"{seen.state}",
+                hint="wait again with a longer --timeout, or see: nebula deployments",
+            )
+            return output.EXIT_TIMEOUT
+        time.sleep(LOOK_EVERY)
