@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, select, union_all, update
 from sqlalchemy.orm import Session
 
 from reconciler.admin import secrets
@@ -129,10 +129,9 @@ def _moving(session: Session) -> bool:
         schema.Deployment.blocker.is_not(None),
         schema.Deployment.blocker.in_([Blocker.CONFIGURATION.value, Blocker.WAITING.value]),
     )
-    query = select(schema.Deployment.id).where(IN_FLIGHT, ~held).limit(1)
-    return session.scalars(query).first() is not None or bool(
-        session.scalars(select(schema.Deployment.id).where(batching.CLEANUP).limit(1)).first()
-    )
+    moving = select(schema.Deployment.id).where(IN_FLIGHT, ~held)
+    cleanup = select(schema.Deployment.id).where(batching.CLEANUP)
+    return session.scalars(union_all(moving, cleanup).limit(1)).first() is not None
 
 
 def claim(ctx: Context, deployment_id: int, owner: str) -> bool:
