@@ -1,7 +1,9 @@
 """Deployment state transitions per second with 1, 2 and 4 replicas on PostgreSQL, next to
-pgbench running the same claim-and-insert-event work at the same client counts.
+pgbench running the same claim-and-insert-event work at the same client counts; or, with
+``--latency``, deployments per second of one replica with 1 and 8 workers on a slow API.
 
     python bench/throughput.py [--projects 20] [--services 25] [--replicas 1,2,4] [--strict]
+    python bench/throughput.py --latency 20ms [--workers 1,8] [--projects 20] [--strict]
 
 For each replica count, in one run against one throwaway PostgreSQL server (Debian's binaries,
 as the tests start it):
@@ -19,17 +21,24 @@ as the tests start it):
 2. **pgbench** (``/usr/lib/postgresql/*/bin/pgbench``) at ``-c N -j N -M prepared`` with a
    custom script doing, per transaction, the bare database work of a transition: claim the
    lowest unfinished deployment row ``FOR UPDATE SKIP LOCKED``, move its state one step
-   (``UPDATE ... RETURNING``) and insert its event, as many transitions as Nebula made.
+   (``UPDATE ... RETURNING``) and insert its event, as many transitions as Nebula made
+   (``throughputpg``).
 
-Printed: both rates, their ratio (target >= 0.7x), and the number of duplicate transitions
-in Nebula's events (the same (deployment, state) twice; must be 0).
+Printed: both rates, their ratio (target >= 0.7x), how the rate of each replica count
+compares with one replica's (more replicas must not be slower), and the number of duplicate
+transitions in Nebula's events (the same (deployment, state) twice; must be 0).
+
+**With** ``--latency`` every call to the simulated cluster's API takes that long
+(``NEBULA_SIMULATED_LATENCY``, real time) and one replica runs the same deployments once per
+``--workers`` count (``NEBULA_WORKERS``: how many of a tick's cluster calls run at once).
+Printed: deployments per second for each, and each against the first (target: 8 workers
+>= 5x one worker).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -45,31 +54,20 @@ from sqlalchemy import text
 
 from reconciler import bootstrap
 from reconciler.admin import projects as project_rows
+from reconciler.durations import parse_duration
 from reconciler.engine import ticking
 from reconciler.gitops import polling
 from reconciler.settings import Settings
 from tests.infra.postgres import PostgresServer
 from tests.plugins.git import GitRepo
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from throughputpg import IMAGE, pgbench, seed_for_pgbench
+
 TARGET = 0.7
 TRANSITIONS_PER_DEPLOYMENT = 6
-IMAGE = "registry.example.com/bench/svc@sha256:" + "b" * 64
-
-PGBENCH_SCRIPT = """\
-BEGIN;
-SELECT id AS did, project_id AS pid, environment_id AS eid FROM deployments
-  WHERE finished_at IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED \\gset
-UPDATE deployments SET
-  state = CASE state WHEN 'pending' THEN 'admitted' WHEN 'admitted' THEN 'starting'
-    WHEN 'starting' THEN 'qualifying' WHEN 'qualifying' THEN 'activating'
-    WHEN 'activating' THEN 'draining' ELSE 'healthy' END,
-  finished_at = CASE WHEN state = 'draining' THEN now() END,
-  stage_started_at = now()
-  WHERE id = :did RETURNING state AS st \\gset
-INSERT INTO events (at, project_id, environment_id, deployment_id, kind, state)
-  VALUES (now(), :pid, :eid, :did, 'deployment', :st);
-COMMIT;
-"""
+WORKERS_TARGET = 5.0  # deployments/s with 8 workers against 1, on a slow API
 
 
 def nebula_toml(project: str, services: int) -> str:
@@ -87,14 +85,18 @@ N = "{n}"
     return text
 
 
-def settings_for(url: str, workdir: Path, replica: str = "") -> Settings:
+def settings_for(
+    url: str, workdir: Path, replica: str = "", latency: str = "0s", workers: int = 8
+) -> Settings:
     return Settings(
         database_url=url,
         cluster="simulated",
         simulated_delay=timedelta(0),
+        simulated_latency=parse_duration(latency),
         state_dir=workdir,
         secret_key="",
         replica_id=replica,
+        workers=workers,
     )
 
 
@@ -129,41 +131,13 @@ def seed(url: str, workdir: Path, projects: int, services: int) -> int:
             ctx.git.close()
 
 
-def seed_for_pgbench(dsn: str, deployments: int) -> None:
-    """Pending deployments for pgbench, in the same schema (one project, unit and release)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            "INSERT INTO projects (id, slug, repo_url, branch, path, interval_seconds, clusters,"
-            " created_at) VALUES (1, 'pgbench', '/nowhere', 'main', 'nebula.toml', 60, '{}', now())"
-        )
-        conn.execute(
-            "INSERT INTO environments (id, project_id, name, position, protected, in_file,"
-            " created_at) VALUES (1, 1, 'staging', 0, false, true, now())"
-        )
-        conn.execute(
-            "INSERT INTO units (id, project_id, environment_id, name, kind, status, auto_deploy,"
-            " skip_production_approval, next_release_number, created_at)"
-            " VALUES (1, 1, 1, 'svc', 'service', 'active', true, false, 2, now())"
-        )
-        conn.execute(
-            "INSERT INTO releases (id, unit_id, number, image, config, status, source, created_at)"
-            f" VALUES (1, 1, 1, '{IMAGE}', '{{}}', 'created', 'bench', now())"
-        )
-        conn.execute(
-            "INSERT INTO deployments (project_id, environment_id, unit_id, release_id, kind, state,"
-            " requested_by, attempts, created_at, stage_started_at, queued_at)"
-            f" SELECT 1, 1, 1, 1, 'deploy', 'pending', 'bench', 0, now(), now(), now()"
-            f" FROM generate_series(1, {deployments})"
-        )
-        conn.execute("VACUUM ANALYZE")
-
-
 # -- Nebula's workers --------------------------------------------------------------------------
 
 
-def worker(url: str, replica: str, workdir: str, go: str) -> int:
+def worker(url: str, replica: str, workdir: str, go: str, latency: str, workers: str) -> int:
     """One replica's tick loop, from the moment ``go`` exists until nothing is left to do."""
-    ctx = bootstrap.open_context(settings_for(url, Path(workdir), replica), git=False)
+    settings = settings_for(url, Path(workdir), replica, latency, int(workers))
+    ctx = bootstrap.open_context(settings, git=False)
     try:
         print("ready", flush=True)
         while not os.path.exists(go):
@@ -190,6 +164,7 @@ class Run:
     seconds: float
     duplicates: int
     pgbench_tps: float = 0.0
+    workers: int = 8
 
     @property
     def rate(self) -> float:
@@ -200,8 +175,10 @@ class Run:
         return self.rate / self.pgbench_tps if self.pgbench_tps else 0.0
 
 
-def run_nebula(url: str, workdir: Path, replicas: int, deployments: int) -> Run:
-    go = workdir / f"go-{replicas}"
+def run_nebula(
+    url: str, workdir: Path, replicas: int, deployments: int, latency: str = "0s", workers: int = 8
+) -> Run:
+    go = workdir / f"go-{replicas}-{workers}"
     processes = [
         subprocess.Popen(
             [
@@ -212,6 +189,8 @@ def run_nebula(url: str, workdir: Path, replicas: int, deployments: int) -> Run:
                 f"bench-{replicas}-{n}",
                 str(workdir),
                 str(go),
+                latency,
+                str(workers),
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -244,55 +223,9 @@ def run_nebula(url: str, workdir: Path, replicas: int, deployments: int) -> Run:
     assert transitions is not None and duplicates is not None and unfinished is not None
     if unfinished[0]:
         raise RuntimeError(f"{unfinished[0]} deployments did not go healthy")
-    return Run(replicas, deployments, int(transitions[0]), seconds, int(duplicates[0]))
-
-
-# -- pgbench -----------------------------------------------------------------------------------
-
-
-def pgbench(
-    server: PostgresServer, database: str, clients: int, transitions: int, workdir: Path
-) -> float:
-    script = workdir / "claim-and-insert-event.sql"
-    script.write_text(PGBENCH_SCRIPT, encoding="utf-8")
-    per_client = max(transitions // clients, 1)
-    command = [
-        str(server.bindir / "pgbench"),
-        "-n",
-        "-f",
-        str(script),
-        "-M",
-        "prepared",
-        "-c",
-        str(clients),
-        "-j",
-        str(clients),
-        "-t",
-        str(per_client),
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(server.port),
-        "-U",
-        "nebula",
-        database,
-    ]
-    result = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PGPASSWORD": server.password},
+    return Run(
+        replicas, deployments, int(transitions[0]), seconds, int(duplicates[0]), workers=workers
     )
-    if result.returncode != 0:
-        raise RuntimeError(f"pgbench failed ({result.returncode}):\n{result.stdout}{result.stderr}")
-    found = re.search(
-        r"tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)",
-        result.stdout,
-    )
-    if found is None:
-        raise RuntimeError(f"no tps in pgbench's output:\n{result.stdout}")
-    return float(found.group(1))
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -319,6 +252,38 @@ def measure(server: PostgresServer, workdir: Path, replicas: int, args: argparse
     return run
 
 
+def measure_workers(
+    server: PostgresServer, workdir: Path, workers: int, args: argparse.Namespace
+) -> Run:
+    name = f"nebula_workers_{workers}"
+    url = server.create_database(name)
+    deployments = seed(url, workdir / name, args.projects, args.services)
+    print(f"[{workers} worker(s), {args.latency} a call] {deployments} deployments", flush=True)
+    run = run_nebula(url, workdir / name, 1, deployments, args.latency, workers)
+    server.drop_database(name)
+    return run
+
+
+def report_workers(runs: list[Run], latency: str) -> list[str]:
+    print()
+    print(f"One replica, every simulated API call taking {latency} ({os.cpu_count()} CPUs)")
+    print(
+        f"  {'workers':>7} {'deploys':>8} {'seconds':>8} {'deploys/s':>10} {'vs first':>9}"
+        f" {'duplicates':>10}"
+    )
+    first = runs[0].deployments / runs[0].seconds
+    misses = []
+    for r in runs:
+        rate = r.deployments / r.seconds
+        print(
+            f"  {r.workers:>7} {r.deployments:>8} {r.seconds:>8.2f} {rate:>10.1f}"
+            f" {rate / first:>8.2f}x {r.duplicates:>10}"
+        )
+        if r.duplicates or (r.workers >= 8 and rate / first < WORKERS_TARGET):
+            misses.append(f"{r.workers} workers: {rate / first:.2f}x (target >= {WORKERS_TARGET}x)")
+    return misses
+
+
 def report(runs: list[Run]) -> None:
     print()
     print(f"Deployment state transitions per second on PostgreSQL ({os.cpu_count()} CPUs)")
@@ -332,6 +297,10 @@ def report(runs: list[Run]) -> None:
             f" {r.rate:>9.0f} {r.pgbench_tps:>10.0f} {r.ratio:>5.2f}x {'>=' + str(TARGET) + 'x':>7}"
             f" {r.duplicates:>10}"
         )
+    for r in runs[1:]:
+        print(
+            f"  {r.replicas} replicas: {r.rate / runs[0].rate:.2f}x the rate of {runs[0].replicas}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,23 +308,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--projects", type=int, default=20)
     parser.add_argument("--services", type=int, default=25)
     parser.add_argument("--replicas", default="1,2,4")
+    parser.add_argument("--latency", help="each simulated API call's latency, e.g. 20ms")
+    parser.add_argument("--workers", default="1,8", help="NEBULA_WORKERS counts (with --latency)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
-    parser.add_argument(
-        "--worker", nargs=4, metavar=("URL", "REPLICA", "DIR", "GO"), help=argparse.SUPPRESS
-    )
+    parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker(*args.worker)
-    counts = [int(n) for n in args.replicas.split(",")]
+    counts = [int(n) for n in (args.workers if args.latency else args.replicas).split(",")]
     runs = []
     with tempfile.TemporaryDirectory(prefix="nebula-bench-throughput-") as tmp:
         server = PostgresServer()
         try:
             server.start()
-            for replicas in counts:
-                runs.append(measure(server, Path(tmp), replicas, args))
+            for count in counts:
+                if args.latency:
+                    runs.append(measure_workers(server, Path(tmp), count, args))
+                else:
+                    runs.append(measure(server, Path(tmp), count, args))
         finally:
             server.close()
+    if args.latency:
+        missed = report_workers(runs, args.latency)
+        for miss in missed:
+            print(f"  missed with {miss}")
+        return 1 if missed and args.strict else 0
     report(runs)
     misses = [r for r in runs if r.ratio < TARGET or r.duplicates]
     for r in misses:

@@ -19,6 +19,9 @@ the tests start it):
    (the SELECT of the row, the UPDATE, the INSERT of the event, the same BEGIN/COMMIT) with the
    same batching, in the same run. The engine's statements are printed so the comparison can
    be checked. Targets: >= 0.5x raw on SQLite, >= 0.7x on PostgreSQL.
+3. **The throughput path.** Statements and round trips per transition when the tick makes
+   them: ``--path-projects`` x 25 pending deployments ticked to healthy on the simulated
+   cluster, the engine's and the simulated cluster's counted apart (``tickpath``).
 
 Rounds alternate engine and raw. ``--strict`` exits 1 when a target is missed.
 """
@@ -52,6 +55,7 @@ from tests.infra.postgres import PostgresServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from tickpath import PathFigures, measure_path, report_path
 from tickraw import raw_postgres_transitions, raw_sqlite_transitions
 from tickseed import (
     IMAGE,
@@ -228,6 +232,7 @@ class Result:
     history: TickFigures
     rates: dict[int, Rate]
     statements: list[str]
+    path: PathFigures
 
     @property
     def tick_ratio(self) -> float:
@@ -259,12 +264,13 @@ def open_store(name: str, url: str, workdir: Path) -> tuple[Context, Statements]
 
 def run(
     name: str,
-    urls: tuple[str, str],
+    urls: tuple[str, str, str],
     raw: Callable[[list[int], int], None],
     args: argparse.Namespace,
     workdir: Path,
 ) -> Result:
-    """``urls``: an empty store and one that gets the history (``raw`` acts on the latter)."""
+    """``urls``: an empty store, one that gets the history (``raw`` acts on it), and one for
+    the throughput path."""
     empty, history = (
         open_store(f"{name}-empty", urls[0], workdir),
         open_store(name, urls[1], workdir),
@@ -287,7 +293,9 @@ def run(
         )
         shown = engine_statements(history[0], history[1], units)
         rates = measure_transitions(history[0], raw, units, args.transitions, args.rounds)
-        return Result(name, without, with_history, rates, shown)
+        print(f"[{name}] the throughput path: {args.path_projects * 25} deployments", flush=True)
+        path = measure_path(urls[2], workdir / f"{name}-path", args.path_projects)
+        return Result(name, without, with_history, rates, shown, path)
     finally:
         empty[0].db.dispose()
         history[0].db.dispose()
@@ -313,6 +321,7 @@ def report(results: list[Result]) -> None:
                 f"  {r.name:<9} {batch:>5} {statistics.median(rate.engine):>9.0f} {statistics.median(rate.raw):>9.0f}"
                 f" {rate.ratio:>6.2f}x {'>=' + str(RAW_RATIO[r.name]) + 'x':>7}"
             )
+    report_path([(r.name, r.path) for r in results])
     for r in results:
         print()
         print(f"The engine's statements for one transition on {r.name}:")
@@ -329,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ticks", type=int, default=15)
     parser.add_argument("--transitions", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--path-projects", type=int, default=4)
     parser.add_argument("--strict", action="store_true")
     args = parser.parse_args(argv)
     results = []
@@ -336,7 +346,11 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         if args.db in ("sqlite", "both"):
             path = workdir / "sqlite.db"
-            urls = (f"sqlite:///{workdir / 'sqlite-empty.db'}", f"sqlite:///{path}")
+            urls = (
+                f"sqlite:///{workdir / 'sqlite-empty.db'}",
+                f"sqlite:///{path}",
+                f"sqlite:///{workdir / 'sqlite-path.db'}",
+            )
             results.append(
                 run(
                     "sqlite",
@@ -350,7 +364,11 @@ def main(argv: list[str] | None = None) -> int:
             server = PostgresServer()
             try:
                 server.start()
-                urls = (server.create_database("bench_empty"), server.create_database("bench"))
+                urls = (
+                    server.create_database("bench_empty"),
+                    server.create_database("bench"),
+                    server.create_database("bench_path"),
+                )
                 dsn = urls[1].replace("postgresql+psycopg://", "postgresql://")
                 results.append(
                     run(

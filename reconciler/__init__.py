@@ -14,7 +14,8 @@ know each other (enforced by import-linter, see ``[tool.importlinter]`` in pypro
 - ``gitops``: polling the tracked branch and staging what changed into change sets.
 - ``requests``: change sets and applying them, approvals and decisions, the actions people
   request (rollback, promote, redeploy, cancel), freezes and the concurrency cap.
-- ``engine``: releases, queueing and supersession, the stages, the reconcile tick.
+- ``engine``: releases, queueing and supersession, the stages, the reconcile tick (batches
+  of due deployments, their cluster calls on a pool of workers).
 - ``admin``: members and tokens, policies and freezes, projects and secrets;
   ``context``: the edges a flow is handed (database, clock, settings, vault, clusters, git).
 - ``model``, ``core``, ``renderers``: parsing and validating nebula.toml, planning, the

@@ -126,6 +126,7 @@ class Settings:
     poll_interval: timedelta = _duration("60s", "how often a project is polled (a project may set its own interval)")
     drift_interval: timedelta = _duration("3m", "how often each unit's live objects are compared with its active release (drift)")
     simulated_delay: timedelta = _duration("1s", "how long each stage takes on the simulated cluster")
+    simulated_latency: timedelta = _duration("0s", "how long each call to the simulated cluster's API takes, in real time (a benchmark aid; 0: no wait)")
     simulated_faults: str = _text("", "a TOML file of faults the simulated cluster injects, by image (a test and demo aid)")
     secret_key: str = _text("", "encrypts secrets at rest, the same on every replica; empty: generated into NEBULA_STATE_DIR/secret.key", secret=True)
     state_dir: Path = _path(str(DEFAULT_STATE_DIR), "the SQLite store, the generated secret key and the git cache")
@@ -134,7 +135,7 @@ class Settings:
     git_ssh_key: str = _text("", "the path of a private key for ssh:// remotes")
     git_ssh_key_passphrase: str = _text("", "the passphrase of NEBULA_GIT_SSH_KEY", secret=True)
     replica_id: str = _text("", "this replica's name in leases; empty: hostname:pid")
-    workers: int = _int(8, "scheduler jobs (polls, reconcile ticks, timers) one replica runs at once")
+    workers: int = _int(8, "what one replica runs at once: scheduler jobs (polls, reconcile ticks, timers), and the cluster calls of a tick")
     max_config_size: int = _size("1MiB", "the largest nebula.toml Nebula reads: a larger one is a configuration blocker at poll time and an error for nebula validate")
     # fmt: on
 

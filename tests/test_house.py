@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import grimp
 import pytest
+
+from reconciler.settings import unknown_variables
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,3 +129,10 @@ def test_modules_stay_small() -> None:
         and (count := len(path.read_text(encoding="utf-8").splitlines())) > 400
     ]
     assert big == []
+
+
+def test_ci_exports_no_nebula_variable_that_is_no_setting() -> None:
+    """The test harness's own switches are ``TEST_*``: a ``NEBULA_*`` one that is no setting
+    makes every command in CI warn about it, and tests that expect a quiet stderr fail there."""
+    exported = re.findall(r"^export (NEBULA_[A-Z0-9_]+)=", (ROOT / ".ci/run").read_text(), re.M)
+    assert unknown_variables(dict.fromkeys(exported, "")) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
@@ -12,6 +12,9 @@ from reconciler.core.states import SecretChange
 from reconciler.errors import ConfigurationError, NotFoundError
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
+
+# Decrypted values per (project id, environment), as a batch of deployments reads them.
+Secrets = dict[tuple[int, str], dict[str, str]]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Reserved names under which Nebula keeps its own generated values (database passwords).
@@ -91,3 +94,18 @@ def values(session: Session, vault: Vault, project_id: int, environment: str) ->
         )
     )
     return {r.name: vault.decrypt(r.ciphertext) for r in rows}
+
+
+def values_in(session: Session, vault: Vault, environments: set[tuple[int, str]]) -> Secrets:
+    """``values`` of several environments (project id, name) in one query, each decrypted once."""
+    found: Secrets = {where: {} for where in environments}
+    if not environments:
+        return found
+    rows = session.scalars(
+        select(schema.Secret).where(
+            tuple_(schema.Secret.project_id, schema.Secret.environment).in_(list(environments))
+        )
+    )
+    for r in rows:
+        found[(r.project_id, r.environment)][r.name] = vault.decrypt(r.ciphertext)
+    return found

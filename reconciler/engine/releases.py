@@ -9,7 +9,7 @@ change a deployment in flight. When one goes active, the previous active release
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from reconciler import numbers
@@ -76,27 +76,43 @@ def create(
 
 
 def activate(session: Session, clock: Clock, unit: schema.Unit, release: schema.Release) -> None:
-    """``release`` serves now; the previous one retires; only the newest retired stay available."""
+    """``release`` serves now; the previous one retires; only the newest retired stay available.
+
+    One statement besides the rows already loaded (none for a unit with too few releases):
+    the retired releases past the newest ``ROLLBACK_DEPTH`` are marked unavailable where they
+    are, not loaded (nor is anything flushed first: the one retired just now is the newest,
+    and is left out of the statement)."""
     previous = unit.active_release
-    if previous is not None and previous.id != release.id:
+    keep = ROLLBACK_DEPTH
+    retiring = previous is not None and previous.id != release.id
+    if previous is not None and retiring:
         previous.status = ReleaseStatus.RETIRED.value
         previous.retired_at = clock.now()
+        keep -= 1
     release.status = ReleaseStatus.ACTIVE.value
     release.retired_at = None
     unit.active_release_id = release.id
     unit.active_release = release
     unit.drift_checked_at = None  # the new release's objects are checked next (drifting)
-    session.flush()
-    retired = session.scalars(
-        select(schema.Release)
-        .where(
-            schema.Release.unit_id == unit.id,
-            schema.Release.status == ReleaseStatus.RETIRED.value,
-        )
+    if unit.next_release_number <= ROLLBACK_DEPTH + 2:
+        return  # too few releases ever for one to be retired past the newest ROLLBACK_DEPTH
+    others = [
+        schema.Release.unit_id == unit.id,
+        schema.Release.status == ReleaseStatus.RETIRED.value,
+        schema.Release.id.not_in([r.id for r in (previous, release) if r is not None]),
+    ]
+    newest = (
+        select(schema.Release.id)
+        .where(*others)
         .order_by(schema.Release.retired_at.desc(), schema.Release.number.desc())
-    ).all()
-    for old in retired[ROLLBACK_DEPTH:]:
-        old.status = ReleaseStatus.UNAVAILABLE.value
+        .limit(keep)
+    )
+    # On the session's connection: the statement needs nothing flushed, so nothing is.
+    session.connection().execute(
+        update(schema.Release)
+        .where(*others, schema.Release.id.not_in(newest.scalar_subquery()))
+        .values(status=ReleaseStatus.UNAVAILABLE.value)
+    )
 
 
 def abandon(release: schema.Release) -> None:

@@ -2,59 +2,70 @@
 taken out of nebula.toml (torn down by label, idempotently; ``pending-teardown`` while the
 cluster cannot be reached).
 
-The cluster is called with no transaction open: a runtime may use the database too.
+The cluster is called with no transaction open: a runtime may use the database too. An
+ended release's cleanup is one step of a tick's batch (read, called, recorded with the rest);
+a teardown takes its own transactions (rare: a unit taken out of the file).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from reconciler.clock import Clock
 from reconciler.context import Context
-from reconciler.core.states import ReleaseStatus, ServiceStatus, StageMarker
-from reconciler.engine import recording, releases
-from reconciler.errors import PermanentError, TransientError
+from reconciler.core.states import OPEN_STATES, ReleaseStatus, ServiceStatus, StageMarker
+from reconciler.engine import releases
+from reconciler.engine.batching import Claimed
+from reconciler.errors import TransientError
+from reconciler.runtimes.cluster import Cluster
 from reconciler.store import events, schema
 from reconciler.store.events import EventKind
 
 
-def cleanup(ctx: Context, deployment_id: int) -> bool:
-    """Remove the objects of a release that ended without taking traffic.
-
-    The cluster is called with no transaction open (a runtime may use the database too)."""
-    with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id)
-        if d is None or d.stage_marker != StageMarker.CLEANUP:
-            return False
-        in_use = d.unit.active_release_id == d.release_id or any(
-            o.release_id == d.release_id and o.id != d.id
-            for o in recording.open_for_unit(session, d.unit_id)
+def in_use(session: Session, batch: list[Claimed]) -> set[int]:
+    """Of the ended deployments in ``batch``, those whose release still serves or is what
+    another open deployment deploys: their objects stay (one query for the batch)."""
+    units = {c.unit_id for c in batch}
+    if not units:
+        return set()
+    others = session.execute(
+        select(schema.Deployment.id, schema.Deployment.release_id).where(
+            schema.Deployment.unit_id.in_(units), schema.Deployment.state.in_(OPEN_STATES)
         )
-        cluster = ctx.cluster(d.environment)
-        namespace, unit, release = d.environment.namespace, d.unit.name, d.release.name
-    refused: str | None = None
-    if not in_use:
-        try:
-            # A refused activation may have landed after all: never remove what serves.
-            if cluster.selected_release(namespace, unit) != release:
-                cluster.remove(namespace, unit, release)
-        except TransientError:
-            return False  # try again next tick
-        except PermanentError as exc:  # refused for good (e.g. 403): say so, stop trying
-            refused = exc.message
-    with ctx.db.transaction() as session:
-        d = session.get(schema.Deployment, deployment_id)
-        if d is None or d.stage_marker != StageMarker.CLEANUP:
-            return False
-        d.stage_marker = None
-        if not in_use and refused is not None:
-            events.deployment(
-                session,
-                ctx.clock.now(),
-                d,
-                f"Could not remove {release}'s objects: {refused}",
-                kind=EventKind.DEPLOYMENT_CLEANUP,
-            )
-        return True
+    ).all()
+    return {
+        c.id
+        for c in batch
+        if c.active_id == c.release_id
+        or any(release == c.release_id and other != c.id for other, release in others)
+    }
+
+
+def remove_unserved(cluster: Cluster, claimed: Claimed) -> None:
+    """Remove the objects of a release that ended without taking traffic, on the cluster:
+    a refused activation may have landed after all, so never what the stable Service selects.
+    Raises ``TransientError`` to be tried again, ``PermanentError`` when refused for good."""
+    if cluster.selected_release(claimed.namespace, claimed.unit) != claimed.release:
+        cluster.remove(claimed.namespace, claimed.unit, claimed.release)
+
+
+def cleaned(
+    session: Session, clock: Clock, d: schema.Deployment, release: str, refused: str | None
+) -> bool:
+    """Record the cleanup done (or refused for good: said once, not tried again)."""
+    if d.stage_marker != StageMarker.CLEANUP:
+        return False
+    d.stage_marker = None
+    if refused is not None:
+        events.deployment(
+            session,
+            clock.now(),
+            d,
+            f"Could not remove {release}'s objects: {refused}",
+            kind=EventKind.DEPLOYMENT_CLEANUP,
+        )
+    return True
 
 
 def teardown(ctx: Context, unit_id: int) -> bool:

@@ -1,9 +1,19 @@
-"""The reconcile tick: for each open deployment, claim its lease, take one step, commit.
+"""The reconcile tick: claim a batch of due deployments, step each one, record the batch.
 
-A step is: claim the lease and read (short transaction), gather facts (another), call the
-cluster (no transaction held), then in one transaction re-check the deployment did not move
-meanwhile and commit the decision, the stage marker, the event and the lease's release
-together. What a failed call records is in ``failing``.
+A batch takes two transactions, however many deployments it holds:
+
+1. one claims up to ``batching.SIZE`` due deployments (each gets this replica's lease) and
+   reads what their steps need, in a constant number of queries (``batching``);
+2. then, with no transaction open, each cluster's capabilities are read, each stage's facts
+   rendered (``objects``) and the stage calls run on a pool of ``NEBULA_WORKERS`` workers
+   (``stepping``), so deployments waiting on a slow API wait side by side;
+3. the second transaction locks the batch's rows again, waiting for each lock, so a cancel or
+   a supersession that committed meanwhile is seen and the step it overtook is dropped; then
+   it records every decision, stage marker, event and lease's release together. A pending
+   deployment calls no cluster: it is decided here (``admitting``), in id order with the rest.
+
+A replica killed at any point leaves leases that expire; whoever takes them over replays at
+most one idempotent call per deployment. What a failed call records is in ``failing``.
 """
 
 from __future__ import annotations
@@ -11,65 +21,45 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from datetime import timedelta
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 
-from sqlalchemy import and_, or_, select, update
-from sqlalchemy.orm import Session, joinedload, selectinload
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import and_, select, union_all, update
+from sqlalchemy.orm import Session
 
+from reconciler.admin import secrets
+from reconciler.admin.secrets import Secrets
 from reconciler.context import Context
-from reconciler.core import deciding, messages
+from reconciler.core import messages
 from reconciler.core.deciding import Decision, Step
-from reconciler.core.states import (
-    IN_FLIGHT_STATES,
-    Blocker,
-    DeploymentState,
-    ServiceStatus,
-    StageMarker,
+from reconciler.core.states import Blocker, DeploymentState, ServiceStatus
+from reconciler.engine import (
+    admitting,
+    batching,
+    failing,
+    objects,
+    recording,
+    removing,
+    stages,
+    stepping,
 )
-from reconciler.core.transitions import Trigger
-from reconciler.engine import failing, objects, recording, releases, removing, stages
-from reconciler.errors import (
-    ConfigurationError,
-    NebulaError,
-    PermanentError,
-    TransientError,
-    UnreachableError,
-)
+from reconciler.engine.batching import IN_FLIGHT, Claimed
+from reconciler.engine.stages import Facts, Outcome
+from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import Cluster
 from reconciler.store import schema
 from renderers.capabilities import Capabilities
 
 log = logging.getLogger("nebula.engine")
 S = DeploymentState
-LEASE = timedelta(seconds=60)
+LEASE = batching.LEASE
+# What a failed call records (anything else a call raises is a bug: re-raised after the batch)
+_FAILED_CALL = (TransientError, PermanentError)
 
 
 def replica_id(ctx: Context) -> str:
     return ctx.settings.replica_id or f"{socket.gethostname()}:{os.getpid()}"
-
-
-# What a tick looks for, as two conditions so each can use an index: deployments in flight
-# (``finished_at IS NULL``: ix_deployments_open) and ended ones whose pods are still to be
-# removed. Neither grows with the history of finished deployments.
-_IN_FLIGHT = and_(
-    schema.Deployment.finished_at.is_(None), schema.Deployment.state.in_(IN_FLIGHT_STATES)
-)
-_CLEANUP = schema.Deployment.stage_marker == StageMarker.CLEANUP
-
-
-def _work(session: Session, project: str | None, limit: int | None = None) -> list[int]:
-    ids: set[int] = set()
-    for condition in (_IN_FLIGHT, _CLEANUP):
-        query = select(schema.Deployment.id).where(condition)
-        if project is not None:
-            query = query.join(
-                schema.Project, schema.Project.id == schema.Deployment.project_id
-            ).where(schema.Project.slug == project)
-        ids.update(session.scalars(query.limit(limit)))
-        if limit is not None and ids:
-            break
-    return sorted(ids)
 
 
 def _teardowns(session: Session, limit: int | None = None) -> list[int]:
@@ -82,17 +72,48 @@ def _teardowns(session: Session, limit: int | None = None) -> list[int]:
     )
 
 
+@dataclass
+class _Batch:
+    """What one transaction claimed and read for a batch."""
+
+    claimed: list[Claimed]
+    secrets: Secrets = field(default_factory=dict)
+    in_use: set[int] = field(default_factory=set)  # ended releases whose objects stay
+
+
+def _read(ctx: Context, session: Session, ids: list[int]) -> _Batch:
+    claimed = batching.read(session, ids)
+    staged = [c for c in claimed if c.state in stages.STAGES]
+    stored = secrets.values_in(session, ctx.vault, {(c.project_id, c.environment) for c in staged})
+    objects.passwords(session, ctx, staged, stored)
+    ended = [c for c in claimed if c.state.is_final]
+    return _Batch(claimed, stored, removing.in_use(session, ended))
+
+
 def tick(ctx: Context, project: str | None = None) -> tuple[int, bool]:
-    """One pass over every open deployment; returns (steps taken, anything still moving)."""
-    moved = 0
-    with ctx.db.transaction() as session:
-        ids = _work(session, project)
-        teardown = _teardowns(session)
-    if not ids and not teardown:
-        return 0, False  # an idle tick: nothing found, nothing to re-check
+    """One pass over every open deployment, a batch at a time; returns (steps taken,
+    anything still moving)."""
     owner = replica_id(ctx)
-    for deployment_id in ids:
-        moved += int(step(ctx, deployment_id, owner))
+    moved, after, teardown = 0, 0, None
+    while True:
+        with ctx.db.transaction() as session:
+            now = ctx.clock.now()
+            sqlite = ctx.db.is_sqlite
+            ids = batching.claim(
+                session, owner, now, sqlite=sqlite, after=after, limit=batching.SIZE,
+                project=project,
+            )  # fmt: skip
+            batch = _read(ctx, session, ids) if ids else None
+            if teardown is None:
+                teardown = _teardowns(session)
+                if batch is None and not teardown:
+                    # Nothing to do here: idle, or what moves is another replica's now.
+                    return 0, _moving(session)
+        if batch is not None:
+            moved += _advance(ctx, owner, batch)
+        if len(ids) < batching.SIZE:
+            break  # nothing left above the last id claimed (the rest is another replica's)
+        after = ids[-1]
     for unit_id in teardown:
         moved += int(removing.teardown(ctx, unit_id))
     with ctx.db.transaction() as session:
@@ -108,169 +129,157 @@ def _moving(session: Session) -> bool:
         schema.Deployment.blocker.is_not(None),
         schema.Deployment.blocker.in_([Blocker.CONFIGURATION.value, Blocker.WAITING.value]),
     )
-    query = select(schema.Deployment.id).where(_IN_FLIGHT, ~held).limit(1)
-    return session.scalars(query).first() is not None or bool(
-        session.scalars(select(schema.Deployment.id).where(_CLEANUP).limit(1)).first()
-    )
-
-
-# What a step reads of a deployment, in the query that reads it (not one lazy load each).
-_LOADED = (
-    joinedload(schema.Deployment.environment).joinedload(schema.Environment.project),
-    joinedload(schema.Deployment.unit).joinedload(schema.Unit.active_release),
-    joinedload(schema.Deployment.release),
-)
-
-
-def _claimable(ctx: Context, owner: str) -> ColumnElement[bool]:
-    """Free, ours, or expired (its holder died)."""
-    return or_(
-        schema.Deployment.lease_owner.is_(None),
-        schema.Deployment.lease_owner == owner,
-        schema.Deployment.lease_expires_at < ctx.clock.now(),
-    )
-
-
-def _locked(
-    ctx: Context, session: Session, deployment_id: int, owner: str
-) -> schema.Deployment | None:
-    """The deployment, row-locked, unless another live replica holds its lease. On PostgreSQL
-    a row another replica is locking right now is skipped, not waited for (SQLite has one
-    writer: its transactions already take turns)."""
-    query = (
-        select(schema.Deployment)
-        .where(schema.Deployment.id == deployment_id, _claimable(ctx, owner))
-        .options(*_LOADED)
-    )
-    if not ctx.db.is_sqlite:
-        query = query.with_for_update(skip_locked=True, of=schema.Deployment)
-    return session.scalars(query).unique().first()
-
-
-def _reread(session: Session, deployment_id: int) -> schema.Deployment | None:
-    """Read again under the row lock, waiting for it: our lease keeps other replicas' steps
-    away, so what can hold it is a request (cancel, supersede) that must be seen, not skipped."""
-    return session.get(
-        schema.Deployment, deployment_id, with_for_update={"of": schema.Deployment}, options=_LOADED
-    )
+    moving = select(schema.Deployment.id).where(IN_FLIGHT, ~held)
+    cleanup = select(schema.Deployment.id).where(batching.CLEANUP)
+    return session.scalars(union_all(moving, cleanup).limit(1)).first() is not None
 
 
 def claim(ctx: Context, deployment_id: int, owner: str) -> bool:
     """Take the deployment's lease in a transaction of its own (what another replica does)."""
     with ctx.db.transaction() as session:
-        d = _locked(ctx, session, deployment_id, owner)
-        if d is not None:
-            d.lease_owner, d.lease_expires_at = owner, ctx.clock.now() + LEASE
-        return d is not None
-
-
-def _release(ctx: Context, deployment_id: int, owner: str) -> None:
-    with ctx.db.transaction() as session:
-        session.execute(
-            update(schema.Deployment)
-            .where(schema.Deployment.id == deployment_id, schema.Deployment.lease_owner == owner)
-            .values(lease_owner=None, lease_expires_at=None)
-        )
-
-
-def _unlease(d: schema.Deployment, owner: str) -> None:
-    """Give the lease back in the transaction that ends the step: no transaction of its own."""
-    if d.lease_owner == owner:
-        d.lease_owner, d.lease_expires_at = None, None
+        now = ctx.clock.now()
+        ids = [deployment_id]
+        taken = batching.claim(session, owner, now, sqlite=ctx.db.is_sqlite, ids=ids, due=False)
+        return bool(taken)
 
 
 def step(ctx: Context, deployment_id: int, owner: str | None = None) -> bool:
-    """Take one step for one deployment; True if anything was recorded.
-
-    Three short transactions for a stage: claim the lease and read (nothing to do releases
-    nothing: a deployment waiting for its retry or for approval is not leased at all); gather
-    the facts; record the outcome and give the lease back. The cluster is called in between,
-    with the lease held and no transaction open. A pending deployment is decided at once under
-    its row lock: it calls no cluster, so it needs no lease."""
+    """Take one step for one deployment (a batch of one); True if anything was recorded.
+    A deployment another replica holds or is locking, or one waiting for its retry or for
+    approval, is left alone."""
     owner = owner or replica_id(ctx)
     with ctx.db.transaction() as session:
-        d = _locked(ctx, session, deployment_id, owner)
-        if d is None:
-            return False
-        state = S(d.state)
-        cleanup = state.is_final and d.stage_marker == StageMarker.CLEANUP
-        if not cleanup and (state.is_final or state is S.AWAITING_APPROVAL):
-            return False
-        if d.next_attempt_at is not None and ctx.clock.now() < d.next_attempt_at:
-            return False
-        if state is S.PENDING:
-            return _pending(ctx, session, d)
-        d.lease_owner, d.lease_expires_at = owner, ctx.clock.now() + LEASE
-        cluster = ctx.cluster(d.environment) if state in stages.STAGES else None
-    if cleanup or cluster is None:
-        try:
-            return removing.cleanup(ctx, deployment_id) if cleanup else False
-        finally:
-            _release(ctx, deployment_id, owner)
-    try:
-        return _stage(ctx, deployment_id, owner, state, cluster)
-    except BaseException:
-        _release(ctx, deployment_id, owner)  # the step's last transaction did not commit
-        raise
+        now, ids = ctx.clock.now(), [deployment_id]
+        claimed = batching.claim(session, owner, now, sqlite=ctx.db.is_sqlite, ids=ids)
+        batch = _read(ctx, session, claimed) if claimed else None
+    return batch is not None and _advance(ctx, owner, batch) > 0
 
 
 def _stage(
     ctx: Context, deployment_id: int, owner: str, state: DeploymentState, cluster: Cluster
 ) -> bool:
-    capabilities: Capabilities | None = None
-    discovery: NebulaError | None = None
-    try:  # a network call on first use: never inside a transaction
-        capabilities = cluster.capabilities()
-    except (TransientError, PermanentError) as exc:
-        discovery = exc
+    """The stage of a deployment ``owner`` has claimed already, on ``cluster``."""
     with ctx.db.transaction() as session:
-        d = _reread(session, deployment_id)
-        if d is None:
-            return False
-        if d.state != state.value:
-            _unlease(d, owner)
-            return False
-        if discovery is not None or capabilities is None:
-            # Rendering needs what the cluster serves: a reconciler started while the API is
-            # down fails this stage's call (`delivery`), not the tick.
-            _unlease(d, owner)
-            previous = d.unit.active_release
-            before = previous.name if previous is not None and previous.id != d.release_id else None
-            unknown = discovery or TransientError("the cluster's API versions are unknown")
-            return failing.failed_call(
-                ctx, session, d, state, unknown, messages.keeps_serving(before), before
-            )
-        try:
-            facts = objects.facts(session, ctx, d, capabilities)
-        except ConfigurationError as exc:
-            _unlease(d, owner)
-            return failing.not_compilable(ctx, session, d, exc)
-    run = stages.STAGES[state]
-    error: NebulaError | None = None
+        batch = _read(ctx, session, [deployment_id])
+    if [c.state for c in batch.claimed] != [state]:
+        return False
+    return _advance(ctx, owner, batch, cluster) > 0
+
+
+@dataclass
+class _Step:
+    """One deployment of a batch, from its claim to what its call returned."""
+
+    claimed: Claimed
+    facts: Facts | None = None
+    failed: NebulaError | None = None  # before the call: capabilities unknown, not compilable
+    call: Callable[[], Outcome | None] | None = None
+    result: Outcome | Exception | None = None
+
+
+def _advance(ctx: Context, owner: str, batch: _Batch, cluster: Cluster | None = None) -> int:
+    """Prepare each step, run the calls on the pool, record the batch; the steps recorded."""
+    steps = [_prepare(ctx, batch, c, cluster) for c in batch.claimed]
+    called = [(s, s.call) for s in steps if s.call is not None]
+    results = stepping.run(ctx.settings.workers, [call for _, call in called])
+    for (s, _), result in zip(called, results, strict=True):
+        s.result = result
     try:
-        outcome = run(facts, cluster, ctx.settings)
-    except UnreachableError as exc:
-        outcome, error = None, exc
-    except (TransientError, PermanentError) as exc:
-        outcome, error = None, exc
+        moved = _record(ctx, owner, steps)
+    except BaseException:
+        _release(ctx, [c.id for c in batch.claimed], owner)  # the batch did not commit
+        raise
+    for s, _ in called:
+        if isinstance(s.result, Exception) and not isinstance(s.result, _FAILED_CALL):
+            raise s.result  # a bug, not the cluster's answer: the others' steps are recorded
+    return moved
+
+
+def _prepare(ctx: Context, batch: _Batch, c: Claimed, cluster: Cluster | None) -> _Step:
+    s = _Step(c)
+    if c.state is S.PENDING or (c.state.is_final and c.id in batch.in_use):
+        return s  # decided (or cleaned up) when the batch is recorded
+    cluster = cluster or ctx.clusters.for_environment(c.contexts, c.environment)
+    if c.state.is_final:
+        s.call = partial(removing.remove_unserved, cluster, c)
+        return s
+    try:  # a network call on first use: never inside a transaction
+        capabilities: Capabilities = cluster.capabilities()
+    except _FAILED_CALL as exc:
+        s.failed = exc  # rendering needs what the cluster serves: the stage's call fails
+        return s
+    try:
+        stored = batch.secrets.get((c.project_id, c.environment), {})
+        kept = objects.renders(ctx.db)
+        s.facts = objects.facts(c, stored, capabilities, ctx.clock.now(), kept)
+    except ConfigurationError as exc:
+        s.failed = exc
+        return s
+    s.call = partial(stages.STAGES[c.state], s.facts, cluster, ctx.settings)
+    return s
+
+
+def _release(ctx: Context, ids: list[int], owner: str) -> None:
     with ctx.db.transaction() as session:
-        # Locked, so a cancel or supersession committing now is seen, never overwritten: on
-        # PostgreSQL (READ COMMITTED) a plain read would return the old state, and our UPDATE,
-        # once their lock is released, would write over theirs.
-        d = _reread(session, deployment_id)
-        if d is None:
-            return False
-        _unlease(d, owner)
-        if d.state != state.value:
-            return False  # someone else moved it meanwhile (cancel, supersede): drop our step
-        if outcome is not None:
-            if d.blocker == Blocker.DELIVERY.value:
-                d.stage_started_at = ctx.clock.now()  # the outage does not count against the stage
-            if outcome.marker is not None:
-                d.stage_marker = outcome.marker
-            return _apply(ctx, session, d, outcome.decision)
-        assert error is not None
-        return failing.failed_call(ctx, session, d, state, error, facts.keeps, facts.previous)
+        session.execute(
+            update(schema.Deployment)
+            .where(schema.Deployment.id.in_(ids), schema.Deployment.lease_owner == owner)
+            .values(lease_owner=None, lease_expires_at=None)
+        )
+
+
+def _record(ctx: Context, owner: str, steps: list[_Step]) -> int:
+    with ctx.db.transaction() as session:
+        held = batching.locked(session, [s.claimed.id for s in steps])
+        rows = held.rows
+        pending = [
+            (s.claimed, rows[s.claimed.id])
+            for s in steps
+            if s.claimed.state is S.PENDING and s.claimed.id in rows
+        ]
+        environment = admitting.others(session, pending)
+        moved = 0
+        for s in steps:
+            d = rows.get(s.claimed.id)
+            if d is None or d.lease_owner != owner:
+                continue  # taken over by another replica (ours had expired): theirs now
+            d.lease_owner, d.lease_expires_at = None, None
+            if d.state != s.claimed.state.value:
+                continue  # someone else moved it meanwhile (cancel, supersede): drop our step
+            moved += int(_record_one(ctx, session, s, d, environment))
+        return moved
+
+
+def _record_one(
+    ctx: Context, session: Session, s: _Step, d: schema.Deployment, environment: admitting.Others
+) -> bool:
+    c, result = s.claimed, s.result
+    if c.state is S.PENDING:
+        return _apply(ctx, session, d, admitting.decide(c, d, environment))
+    if c.state.is_final:  # an ended release's objects, removed (or kept: it is in use)
+        if isinstance(result, Exception) and not isinstance(result, PermanentError):
+            return False  # failing for now (or a bug, re-raised): tried again next tick
+        refused = result.message if isinstance(result, PermanentError) else None
+        return removing.cleaned(session, ctx.clock, d, c.release, refused)
+    if isinstance(s.failed, ConfigurationError):
+        return failing.not_compilable(ctx, session, d, s.failed)
+    if s.failed is not None:
+        active = d.unit.active_release
+        before = active.name if active is not None and active.id != d.release_id else None
+        keeps = messages.keeps_serving(before)
+        return failing.failed_call(ctx, session, d, c.state, s.failed, keeps, before)
+    assert s.facts is not None
+    if isinstance(result, _FAILED_CALL):
+        return failing.failed_call(
+            ctx, session, d, c.state, result, s.facts.keeps, s.facts.previous
+        )
+    if not isinstance(result, Outcome):
+        return False  # the call raised something else: re-raised once the batch is recorded
+    if d.blocker == Blocker.DELIVERY.value:
+        d.stage_started_at = ctx.clock.now()  # the outage does not count against the stage
+    if result.marker is not None:
+        d.stage_marker = result.marker
+    return _apply(ctx, session, d, result.decision)
 
 
 def _apply(ctx: Context, session: Session, d: schema.Deployment, decision: Decision) -> bool:
@@ -287,35 +296,3 @@ def _apply(ctx: Context, session: Session, d: schema.Deployment, decision: Decis
         return True
     d.waiting_on_id = decision.waiting_on if decision.waiting_on is not None else d.waiting_on_id
     return recording.note(session, ctx.clock, d, blocker=decision.blocker, message=decision.message)
-
-
-def _pending(ctx: Context, session: Session, d: schema.Deployment) -> bool:
-    others = session.scalars(
-        select(schema.Deployment)
-        .where(
-            schema.Deployment.environment_id == d.environment_id,
-            or_(schema.Deployment.finished_at.is_(None), schema.Deployment.id == d.waiting_on_id),
-        )
-        # Their unit and release names, loaded together: one query each, not two per deployment
-        # in flight (an environment deploying 50 services made each pending step 100 queries).
-        .options(selectinload(schema.Deployment.unit), selectinload(schema.Deployment.release))
-    ).all()
-    view = deciding.Pending(
-        id=d.id,
-        unit=d.unit.name,
-        queued_at=d.queued_at or d.created_at,
-        dependencies=releases.frozen(d.release).dependencies,
-        waiting_on=d.waiting_on_id,
-        running=d.unit.active_release.name if d.unit.active_release else None,
-    )
-    decision = deciding.pending(
-        view,
-        [
-            deciding.Other(o.id, o.unit.name, o.release.name, S(o.state), o.queued_at)
-            for o in others
-            if o.id != d.id
-        ],
-    )
-    if decision.step is Step.MOVE and decision.trigger is Trigger.ADMIT:
-        d.waiting_on_id = None
-    return _apply(ctx, session, d, decision)

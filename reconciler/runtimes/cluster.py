@@ -42,7 +42,8 @@ class ProbeKind(StrEnum):
 
 @dataclass(frozen=True)
 class ReleaseObjects:
-    """What the engine hands a runtime for one release of one unit in one namespace."""
+    """What the engine hands a runtime for one release of one unit in one namespace (the same
+    value for each stage of a deployment: a runtime copies a manifest it changes)."""
 
     project: str
     environment: str

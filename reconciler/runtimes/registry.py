@@ -37,6 +37,7 @@ class Clusters:
                 self.settings.simulated_delay,
                 faults.load(self.settings.simulated_faults),
                 self.vault,
+                self.settings.simulated_latency,
             )
             self._by_context["<simulated>"] = cluster
         assert isinstance(cluster, SimulatedCluster)

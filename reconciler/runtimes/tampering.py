@@ -8,10 +8,10 @@ from __future__ import annotations
 from reconciler.core import fieldpaths
 from reconciler.errors import NotFoundError
 from reconciler.runtimes.cluster import Manifest
-from reconciler.runtimes.simulated import SimulatedCluster
+from reconciler.runtimes.simulatedapi import SimulatedApi
 
 
-def edit(cluster: SimulatedCluster, namespace: str, ref: str, path: str, value: object) -> Manifest:
+def edit(cluster: SimulatedApi, namespace: str, ref: str, path: str, value: object) -> Manifest:
     """``value`` at ``path`` (``spec.replicas``, ``data.LOG_LEVEL``,
     ``spec.template.spec.containers[name=web].image``) of ``ref`` (``Kind/name``)."""
     kind, name = _split(ref)
@@ -19,23 +19,23 @@ def edit(cluster: SimulatedCluster, namespace: str, ref: str, path: str, value: 
         segments = fieldpaths.read(path)
     except ValueError as exc:
         raise NotFoundError(str(exc), hint="e.g. spec.replicas or data.LOG_LEVEL") from None
-    with cluster.db.transaction() as session:
-        row = cluster._get(session, namespace, kind, name)
-        if row is None:
-            raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
+
+    def change(body: Manifest) -> Manifest:
         try:
-            body = fieldpaths.put(cluster._unsealed(row.body), segments, value)
+            return fieldpaths.put(body, segments, value)
         except KeyError as exc:
             raise NotFoundError(f"{ref} in {namespace} has no {exc.args[0]}") from None
-        cluster._put(session, namespace, kind, name, body)
-        return body
+
+    changed = cluster.change(namespace, kind, name, change)
+    if changed is None:
+        raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
+    return changed
 
 
-def delete(cluster: SimulatedCluster, namespace: str, ref: str) -> None:
+def delete(cluster: SimulatedApi, namespace: str, ref: str) -> None:
     kind, name = _split(ref)
-    with cluster.db.transaction() as session:
-        if not cluster._delete(session, namespace, kind, name):
-            raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
+    if not cluster.delete(namespace, kind, name):
+        raise NotFoundError(f"No {ref} in {namespace} on the simulated cluster")
 
 
 def _split(ref: str) -> tuple[str, str]:

@@ -4,7 +4,7 @@ the Kubernetes API fail now and then. After a quiet period with every replica up
 and Slack must show that nothing was lost, doubled or skipped (``invariants``).
 
 The run is seeded: the seed is printed and written with the counts to
-``test-artifacts/chaos-counts.txt``; ``NEBULA_CHAOS_SEED=N`` replays the same decisions (the
+``test-artifacts/chaos-counts.txt``; ``TEST_CHAOS_SEED=N`` replays the same decisions (the
 timing of processes differs from run to run, so a replay is close, not identical).
 """
 
@@ -46,13 +46,13 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 REPLICAS = 3
 PROJECTS = 20
 # All twenty projects deploy to the real API server through the fault proxy; set
-# NEBULA_CHAOS_CLUSTER=simulated to run the same chaos without a Kubernetes control plane.
+# TEST_CHAOS_CLUSTER=simulated to run the same chaos without a Kubernetes control plane.
 CLUSTER = "kubernetes"
 POLL_INTERVAL = 2  # seconds, per project
 
 
 def _seed() -> int:
-    given = os.environ.get("NEBULA_CHAOS_SEED", "").strip()
+    given = os.environ.get("TEST_CHAOS_SEED", "").strip()
     return int(given) if given else random.SystemRandom().randrange(1 << 32)
 
 
@@ -174,9 +174,9 @@ def test_replicas_survive_kills_a_database_restart_and_a_flaky_cluster(
     git_repos: GitRepoFactory,
     request: pytest.FixtureRequest,
 ) -> None:
-    kind = os.environ.get("NEBULA_CHAOS_CLUSTER", CLUSTER)
+    kind = os.environ.get("TEST_CHAOS_CLUSTER", CLUSTER)
     plan = Plan(seed=_seed(), kube_projects=PROJECTS if kind == "kubernetes" else 0)
-    print(f"chaos seed: {plan.seed} (NEBULA_CHAOS_SEED={plan.seed} to replay)")
+    print(f"chaos seed: {plan.seed} (TEST_CHAOS_SEED={plan.seed} to replay)")
     _durable(fresh_postgres_url)
     with _cluster(kind, request, tmp_path) as cluster:
         env = _environment(tmp_path, fresh_postgres_url, slack_server) | cluster.env

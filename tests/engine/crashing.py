@@ -1,10 +1,10 @@
 """``python -m tests.engine.crashing ARGS``: the ``nebula`` command, with two test-only hooks
 read from the environment (never by production code):
 
-- ``NEBULA_TEST_KILL_AT=unit:method:when``: the process sends itself SIGKILL on the first
+- ``TEST_KILL_AT=unit:method:when``: the process sends itself SIGKILL on the first
   cluster call ``method`` for ``unit``, ``before`` or ``after`` the call (so "after" dies with
   the cluster changed and the engine's transaction not committed);
-- ``NEBULA_TEST_CLOCK_OFFSET=SECONDS``: the process's clock runs that far ahead, as if it
+- ``TEST_CLOCK_OFFSET=SECONDS``: the process's clock runs that far ahead, as if it
   started that much later (so the lease of a process killed earlier has expired).
 """
 
@@ -51,7 +51,7 @@ class Killing:
 
 
 def _install() -> None:
-    kill_at = os.environ.get("NEBULA_TEST_KILL_AT")
+    kill_at = os.environ.get("TEST_KILL_AT")
     if kill_at:
         unit, method, when = kill_at.split(":")
         simulated = registry.Clusters.simulated
@@ -60,7 +60,7 @@ def _install() -> None:
             return Killing(simulated(self), unit, method, when)
 
         registry.Clusters.simulated = killing  # type: ignore[method-assign]
-    offset = timedelta(seconds=float(os.environ.get("NEBULA_TEST_CLOCK_OFFSET", "0")))
+    offset = timedelta(seconds=float(os.environ.get("TEST_CLOCK_OFFSET", "0")))
     if offset:
 
         def now(self: clock.SystemClock) -> datetime:

@@ -87,3 +87,16 @@ def promotable(*, staging_image: str = API) -> str:
         loading.project("two-environments")
         + f'[services.api.environments.staging]\nimage = "{staging_image}"\n'
     )
+
+
+def many(count: int) -> str:
+    """``count`` copies of single-api's service (``api0``, ``api1``, ...), each its own image."""
+    text = loading.project("single-api")
+    head, service = text.split("[services.api]", 1)
+    return head + "".join(
+        f"[services.api{n}]"
+        + service.replace("services.api.", f"services.api{n}.").replace(
+            "a" * 64, hashlib.sha256(str(n).encode()).hexdigest()
+        )
+        for n in range(count)
+    )

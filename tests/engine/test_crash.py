@@ -62,9 +62,9 @@ class Reconcilers:
 
     def run(self, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess[str]:
         self.offset += LEASE.total_seconds() + 1
-        env = dict(self.env, NEBULA_TEST_CLOCK_OFFSET=str(self.offset))
+        env = dict(self.env, TEST_CLOCK_OFFSET=str(self.offset))
         if kill_at:
-            env["NEBULA_TEST_KILL_AT"] = kill_at
+            env["TEST_KILL_AT"] = kill_at
         return subprocess.run(
             [sys.executable, "-m", "tests.engine.crashing", *args],
             env=env,

@@ -33,7 +33,7 @@ BUILD_HINT = "run .ci/build-kube (it builds them from Debian's kubernetes source
 
 
 def kube_cache() -> Path:
-    configured = os.environ.get("NEBULA_KUBE_CACHE")
+    configured = os.environ.get("TEST_KUBE_CACHE")
     return Path(configured) if configured else Path.home() / ".cache" / "nebula-kube"
 
 

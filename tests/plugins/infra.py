@@ -2,7 +2,7 @@
 a test kubelet and a fault-injecting proxy, and headless Chromium.
 
 Each server starts once per session, on first use. A server that cannot start makes the
-tests that need it skip with the reason, unless NEBULA_REQUIRE_INFRA=1 (set by .ci/run):
+tests that need it skip with the reason, unless TEST_REQUIRE_INFRA=1 (set by .ci/run):
 then they fail, so CI can never go green by skipping the real thing.
 """
 
@@ -42,8 +42,8 @@ CHROMIUM_ARGS = [
 
 def _unavailable(what: str, reason: str) -> NoReturn:
     message = f"{what} could not start: {reason}"
-    if os.environ.get("NEBULA_REQUIRE_INFRA") == "1":
-        pytest.fail(f"{message}\n(NEBULA_REQUIRE_INFRA=1: this must work here)", pytrace=False)
+    if os.environ.get("TEST_REQUIRE_INFRA") == "1":
+        pytest.fail(f"{message}\n(TEST_REQUIRE_INFRA=1: this must work here)", pytrace=False)
     pytest.skip(message)
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from reconciler.runtimes.simulated import SEALED, SimulatedCluster
+from reconciler.runtimes.sealing import SEALED
+from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.store import schema
 from tests.gitops.shop import BASE
 from tests.plugins.git import GitRepo
@@ -46,15 +47,14 @@ def test_secret_values_are_stored_encrypted_and_read_back_in_the_clear(
     stamps = {(r.namespace, r.name): r.updated_at for r in rows}
     nebula.clock.advance(60)
     applies: list[str] = []
-    put = SimulatedCluster._put
+    put = SimulatedCluster._put_all
 
-    def counting(
-        self: SimulatedCluster, session: Any, ns: str, kind: str, name: str, body: Any
-    ) -> None:
-        applies.append(kind)
-        put(self, session, ns, kind, name, body)
+    def counting(self: SimulatedCluster, conn: Any, objects: Any) -> None:
+        objects = list(objects)
+        applies.extend(kind for _, kind, _, _ in objects)
+        put(self, conn, objects)
 
-    monkeypatch.setattr(SimulatedCluster, "_put", counting)
+    monkeypatch.setattr(SimulatedCluster, "_put_all", counting)
     nebula.ok("redeploy shop db --env staging")
     nebula.settle()
     again = {(r.namespace, r.name): r.updated_at for r in _secret_rows(nebula)}
