@@ -38,8 +38,12 @@ def sync(unit: schema.Unit) -> dict[str, Any]:
 
 
 def suspension(row: schema.Project | schema.Environment) -> dict[str, Any] | None:
-    """``{"by", "at", "reason"}`` while suspended (the row's own), else None."""
-    found = projects.suspension_of(row)
+    """``{"by", "at", "reason"}`` while suspended, else None: an environment is held by its
+    project's suspension too, so it shows that one (what a client reading it must know)."""
+    if isinstance(row, schema.Environment):
+        found = projects.suspended(row)
+    else:
+        found = projects.suspension_of(row)
     if found is None:
         return None
     return {"by": found.by, "at": _iso(found.at), "reason": found.reason}

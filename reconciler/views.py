@@ -389,5 +389,5 @@ def suspension_outcome(outcome: Outcome) -> dict[str, Any]:
         "project": outcome.project.slug,
         "environment": outcome.environment.name if outcome.environment is not None else None,
         "suspended": liveviews.suspension(outcome.target),
-        "changesets": [changeset(c) for c in outcome.went_on],
+        "changesets": [changeset(c, approval) for c, approval in outcome.went_on],
     }

@@ -45,8 +45,8 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def diff(args: argparse.Namespace) -> int:
-    ctx = common.context(args)
-    try:
+    try:  # every error exits 2, settings' too: 1 says "differences"
+        ctx = common.context(args)
         data = liveviews.diff(
             args.project, drifting.inspect(ctx, args.project, args.env, args.service)
         )

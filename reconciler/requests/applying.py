@@ -70,6 +70,17 @@ def _live(
     return releases.live_values(unit).get(line.field)
 
 
+def _refuse(
+    session: Session, ctx: Context, changeset: schema.ChangeSet, refused: str, requester: str
+) -> Applied:
+    """The draft stays a draft, noted with why, and an event says so."""
+    changeset.note = refused
+    events.changeset(
+        session, ctx.clock.now(), changeset, f"Not applied: {refused}", actor=requester
+    )
+    return Applied(changeset, refused=refused)
+
+
 def _drifted(changeset: schema.ChangeSet, units: dict[str, schema.Unit]) -> str | None:
     """Every line's ``before`` against the live value now; the drifted lines are marked."""
     env = changeset.environment
@@ -124,10 +135,13 @@ def apply(
         raise ConflictError(
             f"Change set {changeset.id} is {changeset.state}; only a draft can be applied"
         )
+    env = changeset.environment
+    held = guards.suspension(env)  # before the gate: a suspension's note wins over its wait
+    if held is not None:
+        return _refuse(session, ctx, changeset, held, requester)
     gate = gates.check(session, ctx, changeset)
     if gate is not None and gate.state is not GateState.PASSED:
         return Applied(changeset, refused=gate.message)  # waiting for it, or ended failed
-    env = changeset.environment
     units = projects.units(session, env)
     config = changesets.config(changeset)
     deploying = {
@@ -142,17 +156,12 @@ def apply(
         outcome = approvals.evaluate(session, None, requester, flags)
     passes = outcome is None or outcome.rule is not None
     refused = (
-        guards.suspension(env)
-        or _drifted(changeset, units)
+        _drifted(changeset, units)
         or _frozen(session, ctx, env)
         or (_over_cap(session, env.project, units, order) if passes else None)
     )
     if refused is not None:
-        changeset.note = refused
-        events.changeset(
-            session, ctx.clock.now(), changeset, f"Not applied: {refused}", actor=requester
-        )
-        return Applied(changeset, refused=refused)
+        return _refuse(session, ctx, changeset, refused, requester)
     result = Applied(changeset)
     frozen = {name: _release_config(changeset, config, name, units.get(name)) for name in order}
     if outcome is not None:

@@ -57,7 +57,7 @@ def decide(
     reason: str | None = None,
 ) -> Decision:
     """Approve or reject; refused (and nothing changes) for a decided approval, a member who
-    may not decide, a freeze, or the concurrency cap."""
+    may not decide, a suspension, a freeze, or the concurrency cap."""
     approval = approvals.get(session, approval_id, lock=True)
     if approval.state == ApprovalState.PENDING.value and approval.expires_at <= ctx.clock.now():
         expire(session, ctx, approval)
@@ -81,9 +81,10 @@ def decide(
         return decision
     env = approval.environment
     is_changeset = approval.target == ApprovalTarget.CHANGESET.value
-    guards.check_freeze(
-        session, ctx.clock, env, None if is_changeset else DeploymentKind(approval.kind)
-    )
+    kind = None if is_changeset else DeploymentKind(approval.kind)
+    if kind is not DeploymentKind.ROLLBACK:  # a rollback stays allowed while suspended
+        guards.check_suspended(env)  # nothing else is applied; the approval stays pending
+    guards.check_freeze(session, ctx.clock, env, kind)
     targets = _gated_deployments(session, approval)
     ending = [d.id for t in targets for d in queueing.would_end(session, t)]
     guards.check_concurrency(session, env.project, [t.unit_id for t in targets], ending)

@@ -14,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session, joinedload
 
+from reconciler.admin import projects
 from reconciler.context import Context
 from reconciler.core import gates
 from reconciler.core.gates import Evidence, Gate, Verdict
@@ -130,8 +131,8 @@ def check(session: Session, ctx: Context, changeset: schema.ChangeSet) -> Verdic
     changeset.gate_soak_seconds = int(gate.soak.total_seconds())
     changeset.gate_state = verdict.state.value
     changeset.gate_message = verdict.message
-    if verdict.state is GateState.WAITING:
-        changeset.note = verdict.message
+    if verdict.state is GateState.WAITING and projects.suspended(env) is None:
+        changeset.note = verdict.message  # (while suspended, the suspension's note stays)
     elif changeset.note is not None and changeset.note == was:
         changeset.note = None  # it no longer waits
     if before == verdict.state.value:

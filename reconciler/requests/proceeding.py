@@ -5,7 +5,8 @@ approval of a protected environment, and checks freezes and the concurrency cap)
 Every way a change set is staged goes through here: a push (``gitops.staging``) and a new
 value of a server-side secret (``rotating``). A change set waiting on its gate is checked
 again on every reconcile pass (``recheck``), so it goes on, exactly as if just staged, once
-the gate passes, whichever replica looks first and after a restart alike.
+the gate passes, whichever replica looks first and after a restart alike (not while its
+environment is suspended).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from reconciler.context import Context
 from reconciler.core.states import ChangeSetState, GateState, LineKind
-from reconciler.requests import applying, changesets, gates
+from reconciler.requests import applying, changesets, gates, guards
 from reconciler.requests.applying import Applied
 from reconciler.store import schema
 
@@ -30,8 +31,14 @@ def held_by_auto_deploy(changeset: schema.ChangeSet) -> list[str]:
 def proceed(
     session: Session, ctx: Context, changeset: schema.ChangeSet, *, requester: str
 ) -> Applied | None:
-    """Apply ``changeset`` unless its gate or ``auto_deploy`` holds it (its note says which)."""
+    """Apply ``changeset`` unless its gate or ``auto_deploy`` holds it (its note says which).
+    In a suspended environment the gate is still checked (what it waits for stays visible),
+    but the note is the suspension's: ``apply`` refuses it first."""
     gate = gates.check(session, ctx, changeset)
+    if gate is not None and gate.state is GateState.FAILED:
+        return None  # it ended failed
+    if guards.suspension(changeset.environment) is not None:
+        return applying.apply(session, ctx, changeset, requester=requester)
     if gate is not None and gate.state is not GateState.PASSED:
         return None
     held = held_by_auto_deploy(changeset)
@@ -75,6 +82,9 @@ def recheck(ctx: Context, project: str | None = None) -> int:
             ).first()
             if changeset is None:
                 continue  # another replica has it, or it moved meanwhile
+            if guards.suspension(changeset.environment) is not None:
+                gates.check(session, ctx, changeset)  # shown as it is; resuming lets it on
+                continue
             proceed(session, ctx, changeset, requester=changeset.owner)
             moved += int(changeset.gate_state != GateState.WAITING.value)
     return moved

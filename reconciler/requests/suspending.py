@@ -33,7 +33,8 @@ class Outcome:
 
     project: schema.Project
     environment: schema.Environment | None
-    went_on: list[schema.ChangeSet] = field(default_factory=list)
+    # each change set that went on, with the approval it now waits for (if any)
+    went_on: list[tuple[schema.ChangeSet, schema.Approval | None]] = field(default_factory=list)
 
     @property
     def target(self) -> schema.Project | schema.Environment:
@@ -117,8 +118,8 @@ def resume(session: Session, ctx: Context, slug: str, env_name: str | None, who:
             .limit(1)
         ).first()
         if newest is not None and (newest.note or "").startswith(HELD):
-            proceeding.proceed(session, ctx, newest, requester=newest.owner)
-            outcome.went_on.append(newest)
+            applied = proceeding.proceed(session, ctx, newest, requester=newest.owner)
+            outcome.went_on.append((newest, applied.approval if applied is not None else None))
     return outcome
 
 

@@ -5,6 +5,9 @@ self-heal where ``self_heal = true``, and what is never checked or never drift."
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -252,6 +255,33 @@ def test_diff_shows_live_against_release_with_kubectl_exit_codes(shop: Nebula) -
     missing = shop.cli("diff nowhere")
     assert (missing.code, missing.err.splitlines()[0]) == (2, "error: No project named 'nowhere'")
     assert shop.cli("diff shop --service nothing").code == 2
+
+
+@pytest.mark.parametrize(
+    ("environ", "args", "error"),
+    [
+        (
+            {"NEBULA_DRIFT_INTERVAL": "bogus"},
+            [],
+            "error: NEBULA_DRIFT_INTERVAL must be a duration, not 'bogus'",
+        ),
+        ({}, ["--config", "/nonexistent.toml"], "error: cannot read settings file /nonexistent"),
+    ],
+)
+def test_diff_exits_2_when_its_settings_are_wrong(
+    tmp_path: Path, environ: dict[str, str], args: list[str], error: str
+) -> None:
+    """Exit 1 says "differences": a settings error is an error (2), as kubectl diff's are."""
+    result = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli.main", "diff", "shop", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **environ},
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr.splitlines()[0][: len(error)]) == (2, error)
 
 
 def test_simulated_edit_names_what_it_cannot_find(shop: Nebula) -> None:

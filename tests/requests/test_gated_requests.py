@@ -229,3 +229,38 @@ def test_two_replicas_on_postgresql_pass_one_gate_once(
             ctx.db.dispose()
             if ctx.git is not None:
                 ctx.git.close()
+
+
+def test_a_suspension_note_wins_over_the_gate_until_resumed(
+    nebula: Nebula, git_repo: GitRepo
+) -> None:
+    """Staged while production is suspended: the draft carries the suspension's note (its gate
+    is still checked and shown), no approval is asked, and nothing goes on when the soak ends;
+    resumed, it waits on the gate again and goes on once it passes."""
+    deployed(nebula, git_repo)
+    at = nebula.clock.now()
+    nebula.ok("suspend shop --env production --reason 'incident 42' --as bo")
+    held = f"Suspended by bo at {at:%Y-%m-%d %H:%M} UTC: incident 42"
+    push(nebula, git_repo, gated(api=API_2))
+    nebula.settle()
+    nebula.clock.set(healthy_at(nebula, "api", "r-2") + SOAK * 0.4)
+    nebula.reconcile()
+
+    waiting = production_changeset(nebula)
+    assert (waiting["state"], waiting["note"]) == ("draft", held)
+    assert (waiting["gate"]["state"], waiting["gate"]["message"]) == (
+        "waiting",
+        "Waiting for api r-2 in staging: healthy for 12m of 30m",
+    )
+    nebula.clock.advance(minutes=18)  # the soak is over, but production is suspended
+    nebula.reconcile()
+    assert (production_changeset(nebula)["state"], production_changeset(nebula)["note"]) == (
+        "draft",
+        held,
+    )
+    assert [a for a in nebula.approvals() if a["state"] == "pending"] == []
+
+    nebula.ok("resume shop --env production --as bo")
+    nebula.reconcile()
+    resumed = production_changeset(nebula)
+    assert (resumed["id"], resumed["state"]) == (waiting["id"], "pending-approval")

@@ -143,6 +143,7 @@ def test_resuming_lets_the_newest_draft_go_on_by_the_normal_rules(
     assert (after["id"], after["state"], after["note"]) == (held["id"], "pending-approval", None)
     (pending,) = [a for a in shop.approvals() if a["state"] == "pending"]
     assert pending["target_id"] == held["id"]
+    assert resumed["changesets"][0]["approval_id"] == str(pending["id"])
     assert suspensions(shop) == [
         ("suspend", "Suspended shop/production: incident 42", "alice"),
         ("resume", "Resumed shop/production", "bob"),
@@ -163,7 +164,10 @@ def test_a_project_suspension_holds_every_environment_until_it_is_resumed(
 ) -> None:
     held_note = note(shop)
     shop.ok("suspend shop --reason 'incident 42' --as alice")
-    assert shop.status()["suspended"]["reason"] == "incident 42"
+    status = shop.status()
+    assert status["suspended"]["reason"] == "incident 42"
+    # each environment is held by it, and says so
+    assert [e["suspended"] for e in status["environments"]] == [status["suspended"]] * 2
     git_repo.commit({"nebula.toml": text(WARN)}, "Warn")
     shop.settle()
     assert {newest(shop, env)["note"] for env in ("staging", "production")} == {held_note}
@@ -179,6 +183,33 @@ def test_a_project_suspension_holds_every_environment_until_it_is_resumed(
     assert newest(shop, "staging")["state"] == "applied"
     assert shop.unit("staging", "api")["active_release"] == "r-2"
     assert newest(shop, "production")["state"] == "pending-approval"
+
+
+def test_an_approval_waiting_when_suspended_is_refused_until_resumed(
+    shop: Nebula, git_repo: GitRepo
+) -> None:
+    git_repo.commit({"nebula.toml": text(WARN)}, "Warn")
+    shop.settle()
+    (pending,) = [a for a in shop.approvals() if a["state"] == "pending"]
+    held_note = note(shop)
+    shop.ok("suspend shop --env production --reason 'incident 42' --as alice")
+
+    refused = shop.cli(f"approve {pending['id']} --as bob")
+    assert (refused.code, refused.err) == (
+        1,
+        f"error: {held_note}\nhint: an admin resumes it with: nebula resume shop --env production "
+        "--as NAME\n",
+    )
+    shop.settle()
+    (still,) = [a for a in shop.approvals() if a["id"] == pending["id"]]
+    assert still["state"] == "pending"
+    assert newest(shop, "production")["state"] == "pending-approval"
+    assert shop.unit("production", "api")["active_release"] == "r-1"  # nothing applied
+
+    shop.ok("resume shop --env production --as alice")
+    shop.ok(f"approve {pending['id']} --as bob")
+    shop.settle()
+    assert shop.unit("production", "api")["active_release"] == "r-2"
 
 
 def test_self_heal_stops_while_suspended_and_drift_is_still_shown(shop: Nebula) -> None:

@@ -35,6 +35,8 @@ POSTS = {
     "/api/v1/projects/{slug}/services/{service}/promote": "/api/v1/projects/shop/services/api/promote",
     "/api/v1/projects/{slug}/services/{service}/redeploy": "/api/v1/projects/shop/services/api/redeploy",
     "/api/v1/deployments/{deployment_id}/cancel": "/api/v1/deployments/1/cancel",
+    "/api/v1/projects/{slug}/suspend": "/api/v1/projects/shop/suspend",
+    "/api/v1/projects/{slug}/resume": "/api/v1/projects/shop/resume",
 }
 # The writes anyone may send without a token: each checks its own signature on the body.
 UNAUTHENTICATED = {"/hooks/git/{project}", "/slack/interactions"}
