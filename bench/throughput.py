@@ -24,7 +24,7 @@ as the tests start it):
    (``UPDATE ... RETURNING``) and insert its event, as many transitions as Nebula made
    (``throughputpg``).
 
-Printed: both rates, their ratio (target >= 0.7x), how the rate of each replica count
+Printed: both rates, their ratio (target >= 0.2x), how the rate of each replica count
 compares with one replica's (more replicas must not be slower), and the number of duplicate
 transitions in Nebula's events (the same (deployment, state) twice; must be 0).
 
@@ -65,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from throughputpg import IMAGE, pgbench, seed_for_pgbench
 
-TARGET = 0.7
+TARGET = 0.2  # issue 13: >= 0.2x pgbench
 TRANSITIONS_PER_DEPLOYMENT = 6
 WORKERS_TARGET = 5.0  # deployments/s with 8 workers against 1, on a slow API
 
