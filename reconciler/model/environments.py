@@ -78,7 +78,8 @@ def check_gates(
                 f"{hint}environments: {', '.join(names)}",
             )
             source = None
-        if source is None and "soak" in tables.get(env.name, {}):
+        written = tables.get(env.name, {})
+        if "soak" in written and "promote_from" not in written:  # (a bad one is named above)
             problems.add(
                 ("environments", env.name, "soak"),
                 Code.SOAK_WITHOUT_PROMOTE_FROM,

@@ -197,7 +197,7 @@ def promote(
     refused = gates.promotion(session, ctx, env, service, image)
     if refused is not None and not skip_gate:
         raise GateError(
-            f"Not promoted: {refused}",
+            refused,  # the gate's own words, as behaviour.md gives them
             hint="wait until it has soaked, or (an admin or owner) pass --skip-gate",
         )
     if refused is not None:

@@ -363,10 +363,14 @@ class OutboxMessage(Base):
 
 
 class WebhookDelivery(Base):
+    """A delivery id a project's push notification came with, so that a replay does nothing.
+    Per project: a forge gives one push one id for every hook it sets off (GitHub's delivery
+    id is shared by all of an event's deliveries), and two projects may track one repository."""
+
     __tablename__ = "webhook_deliveries"
     __table_args__ = (Index("ix_webhook_deliveries_received", "received_at"),)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), primary_key=True)
     delivery_id: Mapped[str] = mapped_column(String(100), primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
     received_at: Mapped[datetime]
 
 

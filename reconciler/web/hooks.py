@@ -79,7 +79,7 @@ def _receive(
             return note
         if note.action is forges.Action.IGNORE:
             return Receipt(note.forge, note.delivery, HookOutcome.IGNORED, note.reason)
-        if note.delivery is not None and _seen(session, note.delivery):
+        if note.delivery is not None and _seen(session, project, note.delivery):
             return Receipt(note.forge, note.delivery, HookOutcome.DUPLICATE)
         if not note.signed:
             covered_by = _coalesce(project, now)
@@ -97,8 +97,8 @@ def _receive(
         return Receipt(note.forge, note.delivery, HookOutcome.POLLING)
 
 
-def _seen(session: Session, delivery: str) -> bool:
-    return session.get(schema.WebhookDelivery, delivery) is not None
+def _seen(session: Session, project: schema.Project, delivery: str) -> bool:
+    return session.get(schema.WebhookDelivery, (project.id, delivery)) is not None
 
 
 def _record(session: Session, project: schema.Project, delivery: str, now: datetime) -> bool:

@@ -43,3 +43,13 @@ def test_wrong_types_are_reported_at_their_key() -> None:
         "7:8: environments.production.soak must be a string, not an integer",
         "8:13: environments.production.self_heal must be true or false, not a string",
     ]
+
+
+def test_a_bad_promote_from_with_a_soak_is_one_error_not_two() -> None:
+    """The soak has a promote_from: the one problem is where it points."""
+    unknown = GATED.replace('promote_from = "staging"', 'promote_from = "stagin"')
+    itself = GATED.replace('promote_from = "staging"', 'promote_from = "production"')
+    assert samples.messages(unknown) == [
+        "6:16: promote_from names 'stagin', which is not an environment of this file"
+    ]
+    assert samples.messages(itself) == ["6:16: environment 'production' cannot promote from itself"]

@@ -87,6 +87,29 @@ def test_a_signed_push_polls_at_once_and_its_replay_does_nothing(
     assert len(_changesets(live)) == before + len(staged)
 
 
+@pytest.mark.parametrize("sender", [GITHUB, GITLAB], ids=["github", "gitlab"])
+def test_one_push_to_a_repository_two_projects_track_polls_both(
+    secured: Shop, live: httpx.Client, sender: Sender
+) -> None:
+    """A forge gives a push one delivery id for every hook it sets off (GitHub's is shared by
+    all the event's deliveries): a replay is per project, so the second project polls too."""
+    secured.nebula.ok(f"project add shop2 --repo {secured.repo.url}")
+    secured.nebula.ok(f"project set shop2 webhook_secret {SECRET}")
+    body = sender.body()
+    headers = sender.headers(body, secret=SECRET, delivery="d-shared")
+
+    first = live.post("/hooks/git/shop", content=body, headers=headers)
+    second = live.post("/hooks/git/shop2", content=body, headers=headers)
+    again = live.post("/hooks/git/shop2", content=body, headers=headers)
+
+    assert (first.status_code, first.json()["status"]) == (202, "polling")
+    assert (second.status_code, second.json()) == (
+        202,
+        {**_receipt(sender, "d-shared", "polling"), "project": "shop2"},
+    )
+    assert (again.status_code, again.json()["status"]) == (200, "duplicate")
+
+
 @pytest.mark.parametrize("sender", SENDERS, ids=IDS)
 @pytest.mark.parametrize("signed", ["wrong", "missing"])
 def test_a_bad_signature_is_401_naming_the_header_and_changes_nothing(
