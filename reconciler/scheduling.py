@@ -274,6 +274,7 @@ class Scheduler:
                 total.moved += report.moved
                 total.staged += report.staged
                 total.blocked.update(report.blocked)
+                total.results.update(report.results)
                 # Checked and released under one lock, so a push noticed meanwhile is never lost.
                 with self._lock:
                     batch = [s for s in batch if s in self._again]

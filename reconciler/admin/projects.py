@@ -177,12 +177,11 @@ def schedule_next(project: schema.Project, wait: timedelta) -> None:
 
 
 def _reschedule(project: schema.Project) -> None:
-    """A new interval counts from the last poll at once; a poll already due sooner stays."""
+    """A new interval counts from the last poll at once, longer or shorter (interfaces.md:
+    "the next poll is rescheduled"); a poll promised to a coalesced push notification stays."""
     if project.last_polled_at is None:
         return  # never polled: it is due already
-    sooner = project.last_polled_at + timedelta(seconds=project.interval_seconds)
-    if project.next_poll_at is None or sooner < project.next_poll_at:
-        project.next_poll_at = sooner
+    schedule_next(project, timedelta(seconds=project.interval_seconds))
 
 
 def _limit_seconds(value: str) -> int:

@@ -61,7 +61,7 @@ LINE_COLUMNS = (
     tables.Column("before", lambda line: _shown(line, "before"), text=True),
     tables.Column("after", lambda line: _shown(line, "after"), text=True),
     tables.Column("via", lambda line: f"via {line['via']}" if line.get("via") else ""),
-    tables.Column("", lambda line: "DRIFTED" if line.get("drifted") else ""),
+    tables.Column("drifted", lambda line: "yes" if line.get("drifted") else ""),
 )
 
 CHANGESET_COLUMNS = (

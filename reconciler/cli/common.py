@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -159,3 +161,15 @@ def command(
         "--config", metavar="FILE", default=argparse.SUPPRESS, help="a nebula-server.toml"
     )
     return parser
+
+
+def read_secret(prompt: str) -> str:
+    """A secret from a terminal (``prompt``, no echo) or from standard input (one trailing
+    newline dropped); "" when none was given (Ctrl-D at the prompt, an empty pipe), which
+    callers refuse with their own error."""
+    if sys.stdin.isatty():
+        try:
+            return getpass.getpass(prompt)  # the prompt goes to the terminal
+        except EOFError:
+            return ""
+    return sys.stdin.read().removesuffix("\n")

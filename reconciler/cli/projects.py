@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import getpass
-import sys
 import time
 
 from reconciler import reconciling, views
@@ -180,10 +178,7 @@ def _webhook_secret(slug: str, given: str | None) -> str:
                 hint=f"next time leave it out: nebula project set {slug} webhook_secret",
             )
         return given
-    if sys.stdin.isatty():
-        value = getpass.getpass(f"Webhook secret for {slug}: ")
-    else:
-        value = sys.stdin.read().removesuffix("\n")
+    value = common.read_secret(f"Webhook secret for {slug}: ")
     if not value:
         raise ConfigurationError(
             "no webhook secret given",

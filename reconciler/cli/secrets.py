@@ -5,8 +5,6 @@ audit trail records the name only."""
 from __future__ import annotations
 
 import argparse
-import getpass
-import sys
 
 from reconciler import views
 from reconciler.admin import projects, secrets
@@ -39,15 +37,8 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_as(p)
 
 
-def _read_value(name: str) -> str:
-    if sys.stdin.isatty():
-        return getpass.getpass(f"Value for {name}: ")  # no echo; the prompt goes to the tty
-    value = sys.stdin.read()
-    return value[:-1] if value.endswith("\n") else value
-
-
 def secret_set(args: argparse.Namespace) -> int:
-    value = _read_value(args.name)
+    value = common.read_secret(f"Value for {args.name}: ")
     if not value:
         raise ConfigurationError(
             "no secret value given",

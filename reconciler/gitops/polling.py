@@ -40,6 +40,7 @@ class PollReport:
     moved: list[str] = field(default_factory=list)
     staged: list[int] = field(default_factory=list)  # change set ids
     blocked: dict[str, str] = field(default_factory=dict)
+    results: dict[str, str] = field(default_factory=dict)  # slug -> "ok" or the blocker it got
 
 
 def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
@@ -97,6 +98,7 @@ def _poll_one(
 ) -> None:
     """The sub-steps of one poll, in order; the first that finds a blocker records it."""
     report.polled += 1
+    report.results[project.slug] = "ok"
     now = ctx.clock.now()
     project.last_polled_at = now
     project_rows.schedule_next(project, timedelta(seconds=project.interval_seconds))
@@ -107,7 +109,7 @@ def _poll_one(
             report.moved.append(project.slug)
         if isinstance(stop, Blocked):
             _block(session, ctx, project, stop)
-            report.blocked[project.slug] = stop.blocker.value
+            report.blocked[project.slug] = report.results[project.slug] = stop.blocker.value
         if stop is not None:
             return
     assert state.info is not None and state.file is not None

@@ -218,8 +218,9 @@ DIALECTS = (
         Forge.BITBUCKET_CLOUD,
         "X-Event-Key",
         (("X-Hub-Signature", Scheme.PREFIXED_HMAC),),
-        # Not X-Hook-UUID: it names the webhook, the same for every delivery it makes.
-        ("X-Request-UUID",),
+        # X-Request-UUID names the delivery. X-Hook-UUID names the webhook (the same on each
+        # delivery): the spec's fallback, read only when a sender gives no X-Request-UUID.
+        ("X-Request-UUID", "X-Hook-UUID"),
         pings=frozenset({"diagnostics:ping"}),
         foreign=frozenset(),
         pushes=frozenset({"repo:push"}),

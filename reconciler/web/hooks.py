@@ -161,7 +161,7 @@ async def git_push(
     headers = {name.lower(): value for name, value in request.headers.items()}
     received = await run_in_threadpool(_receive, state, project, headers, body)
     if isinstance(received, forges.Refusal):
-        state.metrics.webhooks.labels(project, HookOutcome.UNAUTHORIZED.value).inc()
+        state.metrics.webhook(project, HookOutcome.UNAUTHORIZED.value)
         log.info(
             "push notification refused",
             extra={"project": project, "forge": received.forge.value, "header": received.header},
@@ -172,7 +172,7 @@ async def git_push(
             f"nebula project set {project} webhook_secret",
         )
     outcome = received.outcome
-    state.metrics.webhooks.labels(project, outcome.value).inc()
+    state.metrics.webhook(project, outcome.value)
     log.info(
         "push notification",
         extra={

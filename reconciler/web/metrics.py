@@ -7,6 +7,7 @@ Each app has its own registry: nothing here is process-global, so tests can buil
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,8 +42,8 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.polls = Counter(
             "nebula_polls",
-            "Projects polled, by result (ok, delivery, configuration)",
-            ["result"],
+            "Projects polled, by project and result (ok, delivery, configuration)",
+            ["project", "result"],
             registry=self.registry,
         )
         self.poll_duration = Histogram(
@@ -66,21 +67,45 @@ class Metrics:
             ["project", "outcome"],
             registry=self.registry,
         )
+        self.ctx = ctx
         self.registry.register(StoreCollector(ctx))
+        # The (counter, project, other label) series counted so far, so that a removed
+        # project's are dropped at the next scrape, as the store's gauges are.
+        self._counted: set[tuple[Counter, str, str]] = set()
+        self._lock = threading.Lock()
+
+    def _count(self, counter: Counter, project: str, value: str) -> None:
+        with self._lock:
+            counter.labels(project, value).inc()
+            self._counted.add((counter, project, value))
+
+    def webhook(self, project: str, outcome: str) -> None:
+        self._count(self.webhooks, project, outcome)
 
     # The scheduler's Observer.
     def polled(self, report: PollReport, seconds: float) -> None:
-        blocked = len(report.blocked)
-        for blocker in report.blocked.values():
-            self.polls.labels(blocker).inc()
-        self.polls.labels("ok").inc(max(0, report.polled - blocked))
+        for slug, result in report.results.items():
+            self._count(self.polls, slug, result)
         self.poll_duration.observe(seconds)
 
     def ticked(self, seconds: float, moved: int) -> None:
         self.tick_duration.observe(seconds)
 
     def render(self) -> bytes:
+        self._forget_removed()
         return generate_latest(self.registry)
+
+    def _forget_removed(self) -> None:
+        try:
+            with self.ctx.db.reading() as session:
+                registered = set(session.scalars(select(schema.Project.slug)))
+        except Exception:  # the store is down: the scrape says so (nebula_store_up 0)
+            return
+        with self._lock:
+            for counted in [c for c in self._counted if c[1] not in registered]:
+                counter, project, value = counted
+                counter.remove(project, value)
+                self._counted.discard(counted)
 
 
 class StoreCollector(Collector):

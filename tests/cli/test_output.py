@@ -144,3 +144,11 @@ def test_reconcile_takes_a_duration_and_prints_its_json_on_timeout(
         "error: argument --timeout: 'soon' is not a duration (e.g. 90s, 5m, 1h) "
         "(see: nebula reconcile --help)\n"
     )
+
+
+def test_changeset_show_names_every_column_of_its_lines(shop: Nebula) -> None:
+    lines = shop.ok("changeset show 1").out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("SERVICE"))
+    assert lines[header].split() == ["SERVICE", "FIELD", "BEFORE", "AFTER", "VIA", "DRIFTED"]
+    first = lines[header + 1].split()
+    assert first[-2:] == ["-", "-"]  # no via, not drifted: a cell under each name

@@ -61,6 +61,29 @@ def test_on_a_terminal_it_is_asked_for_without_echo(
     assert _stored(shop) == SECRET
 
 
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        ("project set shop webhook_secret", "error: no webhook secret given"),
+        ("secret set shop staging STRIPE_KEY", "error: no secret value given"),
+    ],
+)
+def test_ctrl_d_at_the_prompt_is_one_error_line(
+    shop: Nebula, monkeypatch: pytest.MonkeyPatch, command: str, error: str
+) -> None:
+    def ended(prompt: str) -> str:
+        raise EOFError
+
+    monkeypatch.setattr("sys.stdin", Terminal())
+    monkeypatch.setattr("getpass.getpass", ended)
+
+    result = shop.cli(command)
+
+    assert (result.code, result.err.splitlines()[0]) == (1, error)
+    assert "Traceback" not in result.err
+    assert _stored(shop) is None
+
+
 def test_on_the_command_line_it_works_with_a_warning(shop: Nebula) -> None:
     result = shop.ok(f"project set shop webhook_secret {SECRET}")
 

@@ -173,13 +173,20 @@ def test_gitlab_falls_back_to_the_idempotency_key() -> None:
     assert isinstance(note, forges.Notification) and note.delivery == "k-1"
 
 
-def test_bitbucket_cloud_never_takes_the_hook_uuid_for_a_delivery_id() -> None:
-    """X-Hook-UUID names the webhook: the same on every push, so it would drop them all."""
+def test_bitbucket_cloud_takes_the_request_uuid_and_the_hook_uuid_only_without_one() -> None:
+    """X-Request-UUID names the delivery; X-Hook-UUID names the webhook (the same on every
+    push), so it is the delivery id only when no X-Request-UUID came (interfaces.md)."""
     body = BITBUCKET_CLOUD.body()
+    headers = BITBUCKET_CLOUD.headers(body, secret=SECRET, delivery="{r-1}")
+    hook = headers["X-Hook-UUID"]
 
-    note = _receive(BITBUCKET_CLOUD, body, BITBUCKET_CLOUD.headers(body, secret=SECRET))
+    both = _receive(BITBUCKET_CLOUD, body, headers)
+    only_hook = _receive(
+        BITBUCKET_CLOUD, body, {k: v for k, v in headers.items() if k != "X-Request-UUID"}
+    )
 
-    assert isinstance(note, forges.Notification) and note.delivery is None
+    assert isinstance(both, forges.Notification) and both.delivery == "{r-1}"
+    assert isinstance(only_hook, forges.Notification) and only_hook.delivery == hook
 
 
 def test_a_long_delivery_id_is_kept_as_its_hash() -> None:

@@ -17,7 +17,7 @@ from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 from reconciler.web.metrics import Metrics
 from tests.web.conftest import Shop
-from tests.web.world import API_BROKEN, ThreadedServer, shop_toml
+from tests.web.world import API_BROKEN, ThreadedServer, eventually, shop_toml
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -96,6 +96,22 @@ def test_metric_labels_name_only_registered_projects_and_say_which_service_faile
     assert failed[(("environment", "staging"), ("project", "shop"), ("service", "db"))] == 0
     # A push to a project that is not registered adds no label value.
     assert live.post("/hooks/git/not-registered", content=b"{}").status_code == 404
+    # Counted per project as they happen (a push notification, and the poll it asks for) ...
+    assert live.post("/hooks/git/shop", content=b"{}").status_code == 202
+
+    def counted() -> list[tuple[tuple[str, str], ...]] | None:
+        samples = _samples(live.get("/metrics").text)
+        names = {name for name, _ in samples}
+        wanted = ("nebula_webhooks_total", "nebula_polls_total")
+        return (
+            [labels for name, labels in samples if name in wanted] if wanted[1] in names else None
+        )
+
+    eventually(counted, timeout=10, what="the poll counted")
+    counted_now = counted() or []
+    assert (("outcome", "polling"), ("project", "shop")) in counted_now
+    assert (("project", "shop"), ("result", "ok")) in counted_now
+    # ... and dropped with the project, like the store's series.
     shop.nebula.ok("member add root --role owner")
     shop.nebula.ok("project remove shop --as root")
     after = _samples(live.get("/metrics").text)
@@ -113,7 +129,7 @@ def test_metrics_record_polls_and_ticks(shop: Shop) -> None:
     metrics.ticked(0.003, 0)
     samples = _samples(metrics.render().decode())
 
-    assert samples[("nebula_polls_total", (("result", "ok"),))] == 1
+    assert samples[("nebula_polls_total", (("project", "shop"), ("result", "ok")))] == 1
     assert samples[("nebula_poll_duration_seconds_count", ())] == 1
     assert samples[("nebula_tick_duration_seconds_count", ())] == 1
     assert not any(re.search(r"_created$", name) for name, _ in samples)
