@@ -270,11 +270,7 @@ class Scheduler:
         try:
             while batch and not self._stopping.is_set():
                 report = self._poll_claimed(batch)
-                total.polled += report.polled
-                total.moved += report.moved
-                total.staged += report.staged
-                total.blocked.update(report.blocked)
-                total.results.update(report.results)
+                total.add(report)
                 # Checked and released under one lock, so a push noticed meanwhile is never lost.
                 with self._lock:
                     batch = [s for s in batch if s in self._again]

@@ -42,6 +42,14 @@ class PollReport:
     blocked: dict[str, str] = field(default_factory=dict)
     results: dict[str, str] = field(default_factory=dict)  # slug -> "ok" or the blocker it got
 
+    def add(self, other: PollReport) -> None:
+        """``other``'s polls counted into this report (a scheduler's batches, one by one)."""
+        self.polled += other.polled
+        self.moved += other.moved
+        self.staged += other.staged
+        self.blocked.update(other.blocked)
+        self.results.update(other.results)
+
 
 def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
     """Poll the named projects (default: all) now."""
