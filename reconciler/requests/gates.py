@@ -9,10 +9,12 @@ the environment's row), so a change set that removes a gate is still gated by it
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.sql.elements import ColumnElement
 
 from reconciler.admin import projects
 from reconciler.context import Context
@@ -57,7 +59,7 @@ def evidence(
     mine = session.scalars(
         select(schema.Deployment)
         .join(schema.Release, schema.Release.id == schema.Deployment.release_id)
-        .where(schema.Deployment.unit_id == row.id, schema.Release.image == image)
+        .where(schema.Deployment.unit_id == row.id, _same_image(image))
         .options(joinedload(schema.Deployment.release))
         .order_by(schema.Deployment.id)
     ).all()
@@ -87,6 +89,16 @@ def evidence(
         last = mine[-1]
         latest = gates.Attempt(last.release.name, DeploymentState(last.state), last.blocker)
     return Evidence(unit, tuple(stretches), latest)
+
+
+def _same_image(image: str) -> ColumnElement[bool]:
+    """Releases of ``image``: by its digest, whatever registry or name it is pulled by
+    (behaviour.md, "that exact image (same digest)"; an environment may pull from a mirror);
+    a reference without a digest (a database's engine version) by the whole of it."""
+    _, at, digest = image.rpartition("@")
+    if at and re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        return schema.Release.image.endswith(f"@{digest}")  # hex: nothing LIKE reads
+    return schema.Release.image == image
 
 
 def decide(

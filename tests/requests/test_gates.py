@@ -258,3 +258,21 @@ def test_a_newer_release_in_staging_does_not_undo_the_proof(
     assert staged["gate"]["message"].startswith(
         f"Verified in staging: api r-2 healthy since {stamp} UTC (30m"
     )
+
+
+def test_the_same_digest_pulled_from_a_mirror_is_the_image_staging_proved(
+    nebula: Nebula, git_repo: GitRepo
+) -> None:
+    """behaviour.md: "that exact image (same digest)": production pulls api from its own
+    mirror, by the digest staging ran; a different digest there would wait."""
+    mirrored = API_2.replace("registry.example.com", "mirror.internal")
+    override = f'\n[services.api.environments.production]\nimage = "{mirrored}"\n'
+    deployed(nebula, git_repo)
+    push(nebula, git_repo, gated(api=API_2) + override)
+    nebula.settle()
+    nebula.clock.set(healthy_at(nebula, "api", "r-2") + SOAK)
+    nebula.reconcile()
+
+    staged = production_changeset(nebula)
+    assert (staged["state"], staged["gate"]["state"]) == ("pending-approval", "passed")
+    assert staged["gate"]["message"].startswith("Verified in staging: api r-2 healthy since")
