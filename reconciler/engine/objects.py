@@ -60,15 +60,25 @@ def passwords(session: Session, ctx: Context, batch: list[Claimed], stored: Secr
     """The database password of each database in ``batch``: generated once per environment,
     stored encrypted (in ``stored`` too), never changed across releases."""
     for claimed in batch:
-        unit = claimed.frozen.unit
-        if not isinstance(unit, DatabaseSpec):
-            continue
         values = stored.setdefault((claimed.project_id, claimed.environment), {})
-        key = secrets.DATABASE_PASSWORD.format(name=unit.name)
-        if key not in values:
-            values[key] = random.token_urlsafe(24)
-            where = (claimed.project_id, claimed.environment)
-            secrets.put(session, ctx.clock, ctx.vault, *where, key, values[key])
+        _password(session, ctx, claimed.project_id, claimed.environment, claimed.frozen, values)
+
+
+def _password(
+    session: Session,
+    ctx: Context,
+    project_id: int,
+    environment: str,
+    frozen: FrozenRelease,
+    values: dict[str, str],
+) -> None:
+    """A database release's password in ``values``, generated and stored the first time."""
+    if not isinstance(frozen.unit, DatabaseSpec):
+        return
+    key = secrets.DATABASE_PASSWORD.format(name=frozen.unit.name)
+    if key not in values:
+        values[key] = random.token_urlsafe(24)
+        secrets.put(session, ctx.clock, ctx.vault, project_id, environment, key, values[key])
 
 
 @dataclass(frozen=True)
@@ -155,11 +165,7 @@ def release_objects(
     project = env.project
     stored = secrets.values(session, ctx.vault, project.id, env.name)
     frozen = releases.frozen(release)
-    if isinstance(frozen.unit, DatabaseSpec):
-        name = secrets.DATABASE_PASSWORD.format(name=frozen.unit.name)
-        if name not in stored:  # deployed releases have one; generated as a deployment would
-            stored[name] = random.token_urlsafe(24)
-            secrets.put(session, ctx.clock, ctx.vault, project.id, env.name, name, stored[name])
+    _password(session, ctx, project.id, env.name, frozen, stored)  # (deployed: it has one)
     base = _base(project.slug, env.name, unit.name, release.name, release.image)
     key = (release.id, capabilities, tuple(sorted(stored.items())))
     rendered = renders(ctx.db).get(

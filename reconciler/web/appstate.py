@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from fastapi import Request
 
 from reconciler.context import Context
 from reconciler.numbers import parse_id as parse_id  # ids in paths: ASCII digits, else a 404
-
-if TYPE_CHECKING:
-    from reconciler.scheduling import Scheduler
-    from reconciler.web.metrics import Metrics
+from reconciler.scheduling import Scheduler
+from reconciler.web.metrics import Metrics
 
 
 @dataclass
