@@ -3,10 +3,10 @@ restart of the reconciler, and several processes see the same cluster), whether 
 reached, a log of the calls that changed something, and each call's ``latency``
 (``NEBULA_SIMULATED_LATENCY``, real time, for benchmarks; no sleep at all by default).
 
-Each call is one transaction of a few statements (Core, no ORM objects): the check that the
-API is reachable is read in the query that reads the object a call looks at, and the objects
-a call applies are upserted in one statement. A Secret's values are stored sealed with the
-server's key (``sealing``).
+Each call is one transaction of a few statements on a bare connection (no ORM session), each
+statement built once at import: the check that the API is reachable is read in the query
+that reads the object a call looks at, and the objects a call applies are upserted in one
+executemany. A Secret's values are stored sealed with the server's key (``sealing``).
 """
 
 from __future__ import annotations
@@ -57,6 +57,61 @@ _OBJECTS = _C = schema.ClusterObject
 Found = Row[Any, Any, Any]  # (kind, body, created_at)
 
 
+def _key(namespace: Any, kind: Any, name: Any) -> ColumnElement[bool]:
+    """One object, by the unique key its index is on."""
+    return and_(_C.namespace == namespace, _C.kind == kind, _C.name == name)
+
+
+# The statements of the calls a stage makes, built once: a statement object caches its
+# compiled form, so a call costs its round trips rather than building SQL each time.
+_CONTROL_KEY = _key("", CONTROL, "unreachable")
+_REACHABLE = select(_C.id).where(_CONTROL_KEY)
+_GET = select(_C.kind, _C.body, _C.created_at).where(
+    or_(_CONTROL_KEY, _key(bindparam("ns"), bindparam("kind"), bindparam("name")))
+)
+_IN_NAMESPACE = select(_C.id, _C.kind, _C.name, _C.body).where(
+    or_(_C.namespace == bindparam("ns"), _CONTROL_KEY)
+)
+_DELETE_IDS = delete(_OBJECTS).where(_C.id.in_(bindparam("ids", expanding=True)))
+_SECRETS = select(_C.namespace, _C.kind, _C.name, _C.body).where(
+    _C.kind == "Secret", _C.name.in_(bindparam("names", expanding=True))
+)
+
+
+def _upsert(dialect: str) -> Any:
+    """Server-side apply of one object (run once per object, as one executemany): created, or
+    updated when the body differs (an identical apply changes nothing)."""
+    statement = (sqlite_insert if dialect == "sqlite" else pg_insert)(_OBJECTS)
+    return statement.on_conflict_do_update(
+        index_elements=["namespace", "kind", "name"],
+        set_={"body": statement.excluded.body, "updated_at": statement.excluded.updated_at},
+        # (JSON has no equality on PostgreSQL: compared as the text it was written as)
+        where=cast(_C.body, Text) != cast(statement.excluded.body, Text),
+    )
+
+
+def _log_entry(dialect: str) -> Any:
+    """Log an entry, numbered after the last one (an index lookup, not a count of the whole
+    log) in the statement that inserts it; the suffix keeps two replicas numbering at once
+    from colliding."""
+    last = func.coalesce(cast(func.substr(func.max(_C.name), 1, 9), Integer) + 1, 0)
+    if dialect == "sqlite":
+        number = func.printf("%09d", last)
+    else:
+        number = func.lpad(cast(last, Text), 9, "0")
+    now = bindparam("now", type_=UTCDateTime())
+    body = bindparam("body", type_=JSON())
+    numbered = select(
+        literal(""), literal(LOG), number + bindparam("suffix", type_=Text()), body, now, now
+    ).where(_C.namespace == "", _C.kind == LOG)
+    columns = ["namespace", "kind", "name", "body", "created_at", "updated_at"]
+    return insert(_OBJECTS).from_select(columns, numbered)
+
+
+_UPSERT = {dialect: _upsert(dialect) for dialect in ("sqlite", "postgresql")}
+_LOG_ENTRY = {dialect: _log_entry(dialect) for dialect in ("sqlite", "postgresql")}
+
+
 class SimulatedApi:
     def __init__(self, db: Database, clock: Clock, vault: Vault, latency: timedelta) -> None:
         self.db = db
@@ -74,7 +129,7 @@ class SimulatedApi:
         with self.db.transaction() as session:
             conn = session.connection()
             if reachable:
-                conn.execute(delete(_OBJECTS).where(_key("", CONTROL, "unreachable")))
+                conn.execute(delete(_OBJECTS).where(_CONTROL_KEY))
             else:
                 self._put_all(conn, [("", CONTROL, "unreachable", {})])
 
@@ -125,8 +180,8 @@ class SimulatedApi:
         """One call to the API that changes something: its latency (real time, and only when
         one is set), then one transaction."""
         self._wait()
-        with self._turns or contextlib.nullcontext(), self.db.transaction() as session:
-            yield session.connection()
+        with self._turns or contextlib.nullcontext(), self.db.begin() as conn:
+            yield conn
 
     @contextmanager
     def _look(self) -> Iterator[Connection]:
@@ -143,11 +198,7 @@ class SimulatedApi:
 
     def _get(self, conn: Connection, namespace: str, kind: str, name: str) -> Found | None:
         """The object, read in the query that checks the API is reachable."""
-        rows = conn.execute(
-            select(_C.kind, _C.body, _C.created_at).where(
-                or_(_key("", CONTROL, "unreachable"), _key(namespace, kind, name))
-            )
-        ).all()
+        rows = conn.execute(_GET, {"ns": namespace, "kind": kind, "name": name}).all()
         if any(row.kind == CONTROL for row in rows):
             raise UnreachableError(UNREACHABLE)
         return next((row for row in rows if row.kind == kind), None)
@@ -159,7 +210,7 @@ class SimulatedApi:
         the query that checks the API is reachable."""
         rows = conn.execute(
             select(_C.namespace, _C.kind, _C.name, _C.body).where(
-                or_(_key("", CONTROL, "unreachable"), *(_key(*key) for key in keys))
+                or_(_CONTROL_KEY, *(_key(*key) for key in keys))
             )
         ).all()
         if any(row.kind == CONTROL for row in rows):
@@ -167,35 +218,26 @@ class SimulatedApi:
         return {(r.namespace, r.kind, r.name): sealing.unseal(self.vault, r.body) for r in rows}
 
     def _reachable(self, conn: Connection) -> None:
-        if conn.scalar(select(_C.id).where(_key("", CONTROL, "unreachable"))) is not None:
+        if conn.scalar(_REACHABLE) is not None:
             raise UnreachableError(UNREACHABLE)
 
     def _put_all(self, conn: Connection, objects: Iterable[tuple[str, str, str, Manifest]]) -> None:
-        """Server-side apply of each (namespace, kind, name, body): created, or updated when
-        the body differs (an identical apply changes nothing). One statement for them all;
-        two replicas applying one object at the same moment both succeed, the later body
-        winning, as on a real API server."""
+        """Server-side apply of each (namespace, kind, name, body) (``_upsert``), in one
+        executemany; two replicas applying one object at the same moment both succeed, the
+        later body winning, as on a real API server."""
         now = self.clock.now()
         unique = {(ns, kind, name): body for ns, kind, name, body in objects}
         unique = self._sealed(conn, unique)
         if not unique:
             return
-        insert = sqlite_insert if conn.dialect.name == "sqlite" else pg_insert
-        statement = insert(_OBJECTS).values(
+        conn.execute(
+            _UPSERT[conn.dialect.name],
             [
                 {"namespace": ns, "kind": kind, "name": name, "body": body, "created_at": now,
                  "updated_at": now}
                 for (ns, kind, name), body in unique.items()
-            ]
+            ],
         )  # fmt: skip
-        conn.execute(
-            statement.on_conflict_do_update(
-                index_elements=["namespace", "kind", "name"],
-                set_={"body": statement.excluded.body, "updated_at": now},
-                # (JSON has no equality on PostgreSQL: compared as the text it was written as)
-                where=cast(_C.body, Text) != cast(statement.excluded.body, Text),
-            )
-        )
 
     def _sealed(
         self, conn: Connection, unique: dict[tuple[str, str, str], Manifest]
@@ -209,9 +251,7 @@ class SimulatedApi:
         stored = {
             (ns, kind, name): sealing.unseal(self.vault, body)
             for ns, kind, name, body in conn.execute(
-                select(_C.namespace, _C.kind, _C.name, _C.body).where(
-                    _C.kind == "Secret", _C.name.in_({key[2] for key in secrets})
-                )
+                _SECRETS, {"names": sorted({key[2] for key in secrets})}
             )
         }
         return {
@@ -221,21 +261,12 @@ class SimulatedApi:
         }
 
     def _record(self, conn: Connection, entry: str) -> None:
-        """Log ``entry``, numbered after the last entry (an index lookup, not a count of the
-        whole log) in the statement that inserts it; the suffix keeps two replicas numbering
-        at once from colliding."""
-        last = func.coalesce(cast(func.substr(func.max(_C.name), 1, 9), Integer) + 1, 0)
-        if conn.dialect.name == "sqlite":
-            number = func.printf("%09d", last)
-        else:
-            number = func.lpad(cast(last, Text), 9, "0")
-        now = bindparam("now", self.clock.now(), type_=UTCDateTime())
-        body = bindparam("body", {"entry": entry}, type_=JSON())
-        numbered = select(
-            literal(""), literal(LOG), number + f"-{uuid.uuid4().hex[:8]}", body, now, now
-        ).where(_C.namespace == "", _C.kind == LOG)
-        columns = ["namespace", "kind", "name", "body", "created_at", "updated_at"]
-        conn.execute(insert(_OBJECTS).from_select(columns, numbered))
+        """Log ``entry`` (``_log_entry``)."""
+        conn.execute(
+            _LOG_ENTRY[conn.dialect.name],
+            {"suffix": f"-{uuid.uuid4().hex[:8]}", "body": {"entry": entry},
+             "now": self.clock.now()},
+        )  # fmt: skip
 
     def _apply_all(self, conn: Connection, namespace: str, manifests: tuple[Manifest, ...]) -> None:
         self._put_all(conn, [(*address(manifest, namespace), manifest) for manifest in manifests])
@@ -243,11 +274,7 @@ class SimulatedApi:
     def _delete_where(self, conn: Connection, namespace: str, labels: dict[str, str]) -> list[str]:
         """Delete the namespace's objects with ``labels``, read in the query that checks the
         API is reachable; their ``Kind/name``."""
-        rows = conn.execute(
-            select(_C.id, _C.kind, _C.name, _C.body).where(
-                or_(_C.namespace == namespace, _key("", CONTROL, "unreachable"))
-            )
-        ).all()
+        rows = conn.execute(_IN_NAMESPACE, {"ns": namespace}).all()
         if any(row.kind == CONTROL for row in rows):
             raise UnreachableError(UNREACHABLE)
         doomed = [
@@ -259,7 +286,7 @@ class SimulatedApi:
             )
         ]
         if doomed:
-            conn.execute(delete(_OBJECTS).where(_C.id.in_([row.id for row in doomed])))
+            conn.execute(_DELETE_IDS, {"ids": [row.id for row in doomed]})
         return [f"{row.kind}/{row.name}" for row in doomed]
 
 
@@ -269,8 +296,3 @@ def address(manifest: Manifest, namespace: str) -> tuple[str, str, str]:
     kind = str(manifest.get("kind", ""))
     ns = "" if kind == "Namespace" else str(meta.get("namespace") or namespace)
     return ns, kind, str(meta.get("name", ""))
-
-
-def _key(namespace: str, kind: str, name: str) -> ColumnElement[bool]:
-    """One object, by the unique key its index is on."""
-    return and_(_C.namespace == namespace, _C.kind == kind, _C.name == name)

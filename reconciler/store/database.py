@@ -25,7 +25,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -156,6 +156,20 @@ class Database:
             raise
         finally:
             session.close()
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        """A unit of work on a bare connection, for statements built once (no ORM session to
+        set up and flush): committed when the block ends, rolled back if it raises; a failing
+        store is a ``StoreError`` as in ``transaction``."""
+        try:
+            with self.engine.begin() as connection:
+                yield connection
+        except DBAPIError as exc:
+            mapped = failures.store_error(exc, self.path)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
     @contextmanager
     def reading(self) -> Iterator[Session]:

@@ -22,11 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, insert
 
 from reconciler import bootstrap, scheduling, settings
 from reconciler.admin import members
 from reconciler.admin import projects as project_rows
+from reconciler.errors import StoreError
 from reconciler.scheduling import Scheduler, Timings
 from reconciler.store import leases, schema
 from tests.infra.postgres import PostgresServer
@@ -183,6 +184,31 @@ def test_a_full_database_in_process_is_one_line_and_reads_still_work(nebula: Neb
     assert result.err.startswith("error: the disk holding the state store is full: "), result.err
     assert result.err.count("\n") == 2 and f"hint: free some space there; {READS}" in result.err
     assert "alice" in nebula.ok("member list").out
+
+
+def test_a_full_database_fails_a_bare_connection_in_one_line(nebula: Nebula) -> None:
+    """The simulated API's calls run on bare connections (``Database.begin``, statements
+    built once): a store that fails one says so as the store's error, as a session does."""
+    with nebula.ctx.db.reading() as session:
+        pages = session.connection().exec_driver_sql("PRAGMA page_count").scalar()
+
+    def no_room(connection: object, _record: object) -> None:
+        connection.execute(f"PRAGMA max_page_count = {pages}")  # type: ignore[attr-defined]
+
+    nebula.ctx.db.engine.dispose()
+    event.listen(nebula.ctx.db.engine, "connect", no_room)
+    now = nebula.ctx.clock.now()
+    with pytest.raises(StoreError) as failed:
+        for n in range(200):  # until a page is needed
+            with nebula.ctx.db.begin() as conn:
+                conn.execute(
+                    insert(schema.ClusterObject).values(
+                        namespace="shop-staging", kind="ConfigMap", name=f"c{n}",
+                        body={"data": {"x": "y" * 900}}, created_at=now, updated_at=now,
+                    )
+                )  # fmt: skip
+    assert str(failed.value).startswith("the disk holding the state store is full: ")
+    assert "\n" not in str(failed.value)
 
 
 def test_an_unreachable_database_stops_serve_in_one_line(tmp_path: Path) -> None:
