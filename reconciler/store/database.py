@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciler.errors import ConfigurationError, StoreError
@@ -46,6 +47,31 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+# A pooled PostgreSQL connection idle this long is pinged before it is handed out, so one the
+# server closed meanwhile (a restart) is replaced instead of failing the next unit of work.
+# One in steady use is not: a ping per checkout would be a round trip per transaction.
+PING_AFTER_IDLE = 1.0  # seconds
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    dialect = engine.dialect
+
+    def checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    def checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("idle_since", None)
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # gone: the pool connects afresh and hands that one out
+            raise DisconnectionError(str(exc)) from exc
+
+    event.listen(engine, "checkin", checked_in)
+    event.listen(engine, "checkout", checked_out)
 
 
 def _begin_immediate(connection: Any) -> None:
@@ -99,7 +125,7 @@ class Database:
         # simulated cluster keeps Secret objects in the store): errors and logs never show them.
         kwargs: dict[str, Any] = {"echo": echo, "hide_parameters": True}
         if not self.is_sqlite:
-            kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=5)
+            kwargs.update(pool_size=5, max_overflow=5)
         try:
             self.engine: Engine = create_engine(url, **kwargs)
         except (SQLAlchemyError, ValueError, ImportError) as exc:
@@ -107,6 +133,8 @@ class Database:
                 f"NEBULA_DATABASE_URL is not usable: {failures.first_line(exc)}"
             ) from exc
         self._read_engine = self.engine
+        if not self.is_sqlite:
+            _ping_when_idle(self.engine)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _begin_immediate)

@@ -22,14 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, insert
+from sqlalchemy import event, insert, select
 
 from reconciler import bootstrap, scheduling, settings
 from reconciler.admin import members
 from reconciler.admin import projects as project_rows
 from reconciler.errors import StoreError
 from reconciler.scheduling import Scheduler, Timings
-from reconciler.store import leases, schema
+from reconciler.store import database, leases, schema
 from tests.infra.postgres import PostgresServer
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
@@ -257,6 +257,33 @@ def test_a_database_restart_is_one_warning_in_the_log_not_a_traceback_per_tick(
         "the state store answers again"
     ]
     assert not [r for r in caplog.records if r.exc_info], "no traceback in the log"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("idle_for_ping", [0.0, 3600.0])
+def test_a_connection_the_server_closed_while_idle_is_replaced_before_use(
+    postgres_server: PostgresServer,
+    fresh_postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    idle_for_ping: float,
+) -> None:
+    """A pooled connection idle past ``PING_AFTER_IDLE`` is pinged when handed out (one in
+    steady use is not: a round trip per transaction); the restart below cuts it. Pinged, the
+    next unit of work gets a fresh one; not pinged, that unit of work fails once."""
+    monkeypatch.setattr(database, "PING_AFTER_IDLE", idle_for_ping)
+    db = database.Database(fresh_postgres_url)
+    try:
+        with db.begin() as conn:  # a pooled connection, idle from here
+            conn.execute(select(1))
+        postgres_server.restart("fast")
+        if idle_for_ping:
+            with pytest.raises(StoreError), db.begin() as conn:
+                conn.execute(select(1))
+        with db.begin() as conn:
+            assert conn.execute(select(1)).scalar() == 1
+    finally:
+        db.dispose()
+        postgres_server.ensure_running()
 
 
 def test_a_writer_lease_of_a_dead_process_on_this_host_is_taken_at_once(nebula: Nebula) -> None:
