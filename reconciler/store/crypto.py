@@ -8,6 +8,7 @@ Back it up apart from the database: every secret the database holds is encrypted
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -48,10 +49,24 @@ def open_vault(secret_key: str, state_dir: Path) -> Vault:
         private.tighten(path)
         return Vault(path.read_bytes().strip())
     private.make_dir(state_dir)
+    return Vault(_create_key(path))
+
+
+def _create_key(path: Path) -> bytes:
+    """A new key in ``path``, which appears whole or not at all (written aside, then linked
+    in place); when another process starting at the same moment linked its key first, that
+    one is the key, so both encrypt with the same."""
     key = Fernet.generate_key()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, key)
     finally:
         os.close(fd)
-    return Vault(key)
+    try:
+        os.link(aside, path)
+    except FileExistsError:
+        key = path.read_bytes().strip()
+    finally:
+        os.unlink(aside)
+    return key
