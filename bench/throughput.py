@@ -3,6 +3,7 @@ pgbench running the same claim-and-insert-event work at the same client counts; 
 ``--latency``, deployments per second of one replica with 1 and 8 workers on a slow API.
 
     python bench/throughput.py [--projects 20] [--services 25] [--replicas 1,2,4] [--strict]
+                               [--same-core]
     python bench/throughput.py --latency 20ms [--workers 1,8] [--projects 20] [--strict]
 
 For each replica count, in one run against one throwaway PostgreSQL server (Debian's binaries,
@@ -22,11 +23,17 @@ as the tests start it):
    custom script doing, per transaction, the bare database work of a transition: claim the
    lowest unfinished deployment row ``FOR UPDATE SKIP LOCKED``, move its state one step
    (``UPDATE ... RETURNING``) and insert its event, as many transitions as Nebula made
-   (``throughputpg``).
+   (``throughputpg``), ``PGBENCH_RUNS`` times; the fastest run is the baseline. (On this
+   2-core VM one client's rate is bimodal, about 2,000 or about 9,000 tps from one run to
+   the next, depending on whether the client and its backend wake each other across idle
+   cores; the best of several is the fair, and the harder, baseline.) With ``--same-core``
+   the server, pgbench and Nebula's workers all run on CPU 0: no wake-ups across cores for
+   either side, and the same CPU for both, so one replica's ratio is stable from run to run
+   (several replicas then share that one CPU: compare replica counts without it).
 
-Printed: both rates, their ratio (target >= 0.2x), how the rate of each replica count
-compares with one replica's (more replicas must not be slower), and the number of duplicate
-transitions in Nebula's events (the same (deployment, state) twice; must be 0).
+Printed: both rates, their ratio (target >= 0.2x with one replica), how the rate of each
+replica count compares with one replica's (more replicas must not be slower), and the number
+of duplicate transitions in Nebula's events (the same (deployment, state) twice; must be 0).
 
 **With** ``--latency`` every call to the simulated cluster's API takes that long
 (``NEBULA_SIMULATED_LATENCY``, real time) and one replica runs the same deployments once per
@@ -65,7 +72,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from throughputpg import IMAGE, pgbench, seed_for_pgbench
 
-TARGET = 0.2  # issue 13: >= 0.2x pgbench
+TARGET = 0.2  # issue 13: >= 0.2x pgbench, one replica
+PGBENCH_RUNS = 3  # the baseline is the fastest of these
 TRANSITIONS_PER_DEPLOYMENT = 6
 WORKERS_TARGET = 5.0  # deployments/s with 8 workers against 1, on a slow API
 
@@ -136,7 +144,8 @@ def seed(url: str, workdir: Path, projects: int, services: int) -> int:
 
 def worker(url: str, replica: str, workdir: str, go: str, latency: str, workers: str) -> int:
     """One replica's tick loop, from the moment ``go`` exists until nothing is left to do."""
-    settings = settings_for(url, Path(workdir), replica, latency, int(workers))
+    # The seed's state directory: every replica encrypts with the one key it made.
+    settings = settings_for(url, Path(workdir) / "seed", replica, latency, int(workers))
     ctx = bootstrap.open_context(settings, git=False)
     try:
         print("ready", flush=True)
@@ -197,17 +206,23 @@ def run_nebula(
         )
         for n in range(replicas)
     ]
-    for process in processes:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        if line != "ready":
-            raise RuntimeError(f"a worker did not start: {line!r}")
-    started = time.perf_counter()
-    go.touch()
-    for process in processes:
-        if process.wait() != 0:
-            raise RuntimeError("a worker failed")
-    seconds = time.perf_counter() - started
+    try:
+        for process in processes:
+            assert process.stdout is not None
+            line = process.stdout.readline().strip()
+            if line != "ready":
+                raise RuntimeError(f"a worker did not start: {line!r}")
+        started = time.perf_counter()
+        go.touch()
+        for process in processes:
+            if process.wait() != 0:
+                raise RuntimeError("a worker failed")
+        seconds = time.perf_counter() - started
+    finally:  # a failed run leaves no worker waiting for a "go" that never comes
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     dsn = url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(dsn) as conn:
         transitions = conn.execute(
@@ -243,11 +258,16 @@ def measure(server: PostgresServer, workdir: Path, replicas: int, args: argparse
     url = server.create_database(bench)
     bootstrap.open_context(settings_for(url, workdir / bench), git=False).db.dispose()  # schema
     needed = run.transitions // TRANSITIONS_PER_DEPLOYMENT + 2 * replicas
-    seed_for_pgbench(url.replace("postgresql+psycopg://", "postgresql://"), needed)
+    seed_for_pgbench(url.replace("postgresql+psycopg://", "postgresql://"), needed * PGBENCH_RUNS)
+    runs = []
+    for _ in range(PGBENCH_RUNS):
+        runs.append(pgbench(server, bench, replicas, run.transitions, workdir))
     print(
-        f"[{replicas} replica(s)] pgbench -c {replicas}: {run.transitions} transitions", flush=True
+        f"[{replicas} replica(s)] pgbench -c {replicas}, {run.transitions} transitions:"
+        f" {', '.join(f'{tps:.0f}' for tps in runs)} tps (the fastest is the baseline)",
+        flush=True,
     )
-    run.pgbench_tps = pgbench(server, bench, replicas, run.transitions, workdir)
+    run.pgbench_tps = max(runs)
     server.drop_database(bench)
     return run
 
@@ -286,15 +306,19 @@ def report_workers(runs: list[Run], latency: str) -> list[str]:
 
 def report(runs: list[Run]) -> None:
     print()
-    print(f"Deployment state transitions per second on PostgreSQL ({os.cpu_count()} CPUs)")
+    cpus = len(os.sched_getaffinity(0))
+    print(
+        f"Deployment state transitions per second on PostgreSQL ({cpus} of {os.cpu_count()} CPUs)"
+    )
     print(
         f"  {'replicas':>8} {'deploys':>8} {'transitions':>11} {'seconds':>8} {'nebula/s':>9}"
         f" {'pgbench/s':>10} {'ratio':>6} {'target':>7} {'duplicates':>10}"
     )
     for r in runs:
+        target = f">={TARGET}x" if r.replicas == 1 else "-"
         print(
             f"  {r.replicas:>8} {r.deployments:>8} {r.transitions:>11} {r.seconds:>8.2f}"
-            f" {r.rate:>9.0f} {r.pgbench_tps:>10.0f} {r.ratio:>5.2f}x {'>=' + str(TARGET) + 'x':>7}"
+            f" {r.rate:>9.0f} {r.pgbench_tps:>10.0f} {r.ratio:>5.2f}x {target:>7}"
             f" {r.duplicates:>10}"
         )
     for r in runs[1:]:
@@ -311,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", help="each simulated API call's latency, e.g. 20ms")
     parser.add_argument("--workers", default="1,8", help="NEBULA_WORKERS counts (with --latency)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--same-core", action="store_true", help="run the server, pgbench and Nebula on CPU 0"
+    )
     parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -321,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
         server = PostgresServer()
         try:
             server.start()
+            if args.same_core:  # what this process starts (pgbench, workers) inherits it
+                postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+                os.sched_setaffinity(postmaster, {0})
+                os.sched_setaffinity(0, {0})
             for count in counts:
                 if args.latency:
                     runs.append(measure_workers(server, Path(tmp), count, args))
@@ -334,13 +365,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  missed with {miss}")
         return 1 if missed and args.strict else 0
     report(runs)
-    misses = [r for r in runs if r.ratio < TARGET or r.duplicates]
-    for r in misses:
-        print(
-            f"  missed with {r.replicas} replica(s): {r.ratio:.2f}x pgbench"
-            f" ({r.ratio / TARGET:.0%} of the target), {r.duplicates} duplicate transitions"
-        )
+    misses = misses_of(runs, compare_replicas=not args.same_core)
+    for miss in misses:
+        print(f"  missed: {miss}")
     return 1 if misses and args.strict else 0
+
+
+def misses_of(runs: list[Run], *, compare_replicas: bool) -> list[str]:
+    """The issue's targets: one replica at >= TARGET of pgbench; more replicas no slower than
+    one (unless they share one CPU); no duplicate transitions anywhere."""
+    misses = []
+    one = next((r for r in runs if r.replicas == 1), None)
+    if one is not None and one.ratio < TARGET:
+        misses.append(
+            f"1 replica at {one.ratio:.2f}x pgbench ({one.ratio / TARGET:.0%} of {TARGET}x)"
+        )
+    for r in runs:
+        if compare_replicas and one is not None and r.replicas > 1 and r.rate < one.rate:
+            misses.append(f"{r.replicas} replicas at {r.rate / one.rate:.2f}x the rate of 1")
+        if r.duplicates:
+            misses.append(f"{r.duplicates} duplicate transitions with {r.replicas} replica(s)")
+    return misses
 
 
 if __name__ == "__main__":
