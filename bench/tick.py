@@ -7,8 +7,9 @@ For each database (a SQLite file; a throwaway PostgreSQL server from Debian's bi
 the tests start it):
 
 1. **Idle tick.** 1,000 services (10 projects of 100, one environment each), every one with
-   an active release and nothing in flight. One reconcile pass without polling
-   (``reconciling.run_once(poll=False)``: expire approvals, then the engine's tick) is timed
+   an active release and nothing in flight. One tick of ``nebula serve`` (expire approvals,
+   then ``reconciling.advance``: promotion gates and the engine's tick; drift checks have a
+   timer of their own, and the seeded releases are not real enough to check) is timed
    (median of ``--ticks`` after a warm-up) and its SQL statements counted (a SQLAlchemy
    ``before_cursor_execute`` listener): first with an empty history, then again after bulk
    inserts of 100k finished deployments (with their releases) and 1M events. Targets: the
@@ -113,8 +114,9 @@ def measure_ticks(
     """Ticks on each store in turn, round after round, so both see the same machine load."""
 
     def one(ctx: Context) -> None:
-        report = reconciling.run_once(ctx, poll=False)
-        assert report.moved == 0 and not report.busy, "the bench expects nothing to do"
+        reconciling.expire(ctx)
+        moved, busy = reconciling.advance(ctx)
+        assert moved == 0 and not busy, "the bench expects nothing to do"
 
     counted = []
     for ctx, statements in stores:
