@@ -63,11 +63,9 @@ class Observer(Protocol):
 
 
 class _Quiet:
-    def polled(self, report: polling.PollReport, seconds: float) -> None:
-        pass
+    def polled(self, report: polling.PollReport, seconds: float) -> None: ...
 
-    def ticked(self, seconds: float, moved: int) -> None:
-        pass
+    def ticked(self, seconds: float, moved: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -76,16 +74,22 @@ class Timings:
 
     tick: float = 1.0
     tick_budget: float = 30.0  # a tick repeats within this while deployments move
-    # ...and pauses this long while one waits on the cluster: a stage that is done is noticed
-    # within it, wherever in the pause it finished (at 0.2 s, a quarter of a 0.4 s rollout was
-    # lost on average, and deployments of many projects never line up with the pauses)
-    busy_pause: float = 0.05
+    busy_pause: float = 0.05  # ...and pauses at least this long while one waits (``pause``)
+    wait_share: float = 0.1  # ...or this share of the wait so far (up to 1 s)
     poll_check: float = 1.0
     poll_batch: int = 50
     jitter: float = 0.1
     expire: float = 10.0
     drift: float = 10.0
     outbox: float = 2.0
+
+    def pause(self, spent: float, waited: float) -> float:
+        """Seconds between ticks while nothing moves, after a pass of ``spent`` seconds and
+        ``waited`` since anything moved. A short stage is noticed within 50 ms wherever in the
+        pause it ended (at 0.2 s, a quarter of a 0.4 s rollout was lost on average); a long one
+        within a tenth of its time, so a 10-minute rollout costs a pass a second, not twenty;
+        and the tick holds the store a third of the time at most."""
+        return min(1.0, max(self.busy_pause, 2 * spent, self.wait_share * waited))
 
 
 def claim_writer(ctx: Context, owner: str) -> str | None:
@@ -133,6 +137,7 @@ class Scheduler:
         )
         self._stopping = threading.Event()
         self._tick_wanted = threading.Event()
+        self._moved_at = time.monotonic()  # when a tick last moved something
         self._lock = threading.Condition()
         self._running = 0  # jobs in progress
         self._polling: set[str] = set()  # projects being polled by this process
@@ -216,8 +221,8 @@ class Scheduler:
     # -- the reconcile tick -------------------------------------------------------------------
 
     def run_tick(self) -> int:
-        """Tick; again at once while something moved, or after ``busy_pause`` while a
-        deployment is waiting on the cluster (a stage's time), within ``tick_budget``."""
+        """Tick; again at once while something moved, or after a pause while a deployment is
+        waiting on the cluster (a stage's time: ``Timings.pause``), within ``tick_budget``."""
         deadline = time.monotonic() + self.timings.tick_budget
         total = 0
         while not self._stopping.is_set():
@@ -229,13 +234,13 @@ class Scheduler:
             spent = time.perf_counter() - started
             self.observer.ticked(spent, moved)
             total += moved
-            if time.monotonic() >= deadline or not (moved or busy or self._tick_wanted.is_set()):
+            now = time.monotonic()
+            self._moved_at = now if moved else self._moved_at
+            if now >= deadline or not (moved or busy or self._tick_wanted.is_set()):
                 break
             if not moved:
-                # Waiting on the cluster: pause, longer after a long pass, so ticking holds the
-                # store a third of the time at most and polls and pages get the rest. A
-                # wake-up (a change set staged, a decision) cuts the pause short.
-                self._tick_wanted.wait(min(1.0, max(self.timings.busy_pause, 2 * spent)))
+                # Waiting: polls and pages get the store; a wake-up cuts the pause short.
+                self._tick_wanted.wait(self.timings.pause(spent, now - self._moved_at))
         return total
 
     def wake_tick(self) -> None:
@@ -295,11 +300,9 @@ class Scheduler:
             return polling.PollReport()
         started = time.perf_counter()
         done = threading.Event()
+        leased = (done, [f"poll:{s}" for s in claimed], POLL_LEASE, POLL_RENEW)
         renewer = threading.Thread(
-            target=self._renew_until,
-            args=(done, [f"poll:{s}" for s in claimed], POLL_LEASE, POLL_RENEW),
-            name="nebula-poll-lease",
-            daemon=True,
+            target=self._renew_until, args=leased, name="nebula-poll-lease", daemon=True
         )
         renewer.start()
         try:
@@ -311,11 +314,8 @@ class Scheduler:
         seconds = time.perf_counter() - started
         self.observer.polled(report, seconds)
         if report.moved or report.blocked:
-            counts: dict[str, Sized] = {
-                "moved": report.moved,
-                "staged": report.staged,
-                "blocked": report.blocked,
-            }
+            counts: dict[str, Sized] = {"moved": report.moved, "staged": report.staged}
+            counts["blocked"] = report.blocked
             extra = {k: len(v) for k, v in counts.items()} | {"seconds": round(seconds, 3)}
             log.info("polled", extra={"projects": len(claimed), **extra})
         if report.staged:

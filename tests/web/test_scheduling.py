@@ -134,6 +134,23 @@ def test_the_tick_repeats_while_deployments_move(three: Nebula) -> None:
     assert {d["state"] for d in three.deployments("alpha")} == {"healthy"}
 
 
+@pytest.mark.parametrize(
+    ("spent", "waited", "pause"),
+    [
+        (0.001, 0.0, 0.05),  # a stage just began: checked again within 50 ms
+        (0.001, 0.4, 0.05),  # a short rollout: still 50 ms
+        (0.001, 5.0, 0.5),  # a tenth of the wait so far...
+        (0.001, 600.0, 1.0),  # ...up to a second, however long the wait
+        (0.2, 0.0, 0.4),  # a long pass: twice its time, so the store is free two thirds of it
+        (0.8, 0.0, 1.0),
+    ],
+)
+def test_the_tick_pauses_longer_the_longer_nothing_moves(
+    spent: float, waited: float, pause: float
+) -> None:
+    assert scheduling.Timings().pause(spent, waited) == pytest.approx(pause)
+
+
 def test_expiry_ends_approvals_nobody_decided(nebula: Nebula, git_repo: GitRepo) -> None:
     git_repo.commit({"nebula.toml": shop_toml()}, "First version")
     nebula.ok(f"project add shop --repo {git_repo.url}")
