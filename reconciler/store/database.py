@@ -170,18 +170,17 @@ class Database:
         """One unit of work: committed when the block ends, rolled back if it raises."""
         session = self._sessions()
         try:
-            yield session
-            session.commit()
-        except DBAPIError as exc:
-            with contextlib.suppress(SQLAlchemyError):  # the connection may be gone too
-                session.rollback()
-            mapped = failures.store_error(exc, self.path)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        except BaseException:
-            session.rollback()
-            raise
+            with self._store_errors():
+                try:
+                    yield session
+                    session.commit()
+                except DBAPIError:
+                    with contextlib.suppress(SQLAlchemyError):  # the connection may be gone too
+                        session.rollback()
+                    raise
+                except BaseException:
+                    session.rollback()
+                    raise
         finally:
             session.close()
 
@@ -190,14 +189,8 @@ class Database:
         """A unit of work on a bare connection, for statements built once (no ORM session to
         set up and flush): committed when the block ends, rolled back if it raises; a failing
         store is a ``StoreError`` as in ``transaction``."""
-        try:
-            with self.engine.begin() as connection:
-                yield connection
-        except DBAPIError as exc:
-            mapped = failures.store_error(exc, self.path)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        with self._store_errors(), self.engine.begin() as connection:
+            yield connection
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
@@ -205,16 +198,24 @@ class Database:
         not queue behind the writer; nothing it changes is committed."""
         session = self._readers()
         try:
-            yield session
+            with self._store_errors():
+                yield session
+        finally:
+            with contextlib.suppress(SQLAlchemyError):
+                session.rollback()
+            session.close()
+
+    @contextmanager
+    def _store_errors(self) -> Iterator[None]:
+        """A driver error the store's failures name (a full disk, a server gone) as that
+        ``StoreError``; any other as it is."""
+        try:
+            yield
         except DBAPIError as exc:
             mapped = failures.store_error(exc, self.path)
             if mapped is None:
                 raise
             raise mapped from exc
-        finally:
-            with contextlib.suppress(SQLAlchemyError):
-                session.rollback()
-            session.close()
 
     def _failure(self, exc: DBAPIError) -> StoreError:
         return failures.store_error(exc, self.path) or StoreError(
