@@ -6,7 +6,8 @@ A batch takes two transactions, however many deployments it holds:
    reads what their steps need, in a constant number of queries (``batching``);
 2. then, with no transaction open, each cluster's capabilities are read, each stage's facts
    rendered (``objects``) and the stage calls run on a pool of ``NEBULA_WORKERS`` workers
-   (``stepping``), so deployments waiting on a slow API wait side by side;
+   (``stepping``), so deployments waiting on a slow API wait side by side, all inside each
+   cluster's ``batch()`` (where the simulated API stores the batch's writes together);
 3. the second transaction locks the batch's rows again, waiting for each lock, so a cancel or
    a supersession that committed meanwhile is seen and the step it overtook is dropped; then
    it records every decision, stage marker, event and lease's release together. A pending
@@ -21,7 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -171,6 +173,7 @@ class _Step:
     """One deployment of a batch, from its claim to what its call returned."""
 
     claimed: Claimed
+    cluster: Cluster | None = None  # the one its call is made to
     facts: Facts | None = None
     failed: NebulaError | None = None  # before the call: capabilities unknown, not compilable
     call: Callable[[], Outcome | None] | None = None
@@ -181,10 +184,11 @@ def _advance(ctx: Context, owner: str, batch: _Batch, cluster: Cluster | None = 
     """Prepare each step, run the calls on the pool, record the batch; the steps recorded."""
     steps = [_prepare(ctx, batch, c, cluster) for c in batch.claimed]
     called = [(s, s.call) for s in steps if s.call is not None]
-    results = stepping.run(ctx.settings.workers, [call for _, call in called])
-    for (s, _), result in zip(called, results, strict=True):
-        s.result = result
     try:
+        with _batch_of([s for s, _ in called]):
+            results = stepping.run(ctx.settings.workers, [call for _, call in called])
+        for (s, _), result in zip(called, results, strict=True):
+            s.result = result
         moved = _record(ctx, owner, steps)
     except BaseException:
         _release(ctx, [c.id for c in batch.claimed], owner)  # the batch did not commit
@@ -195,11 +199,22 @@ def _advance(ctx: Context, owner: str, batch: _Batch, cluster: Cluster | None = 
     return moved
 
 
+@contextmanager
+def _batch_of(steps: Sequence[_Step]) -> Iterator[None]:
+    """The batch's calls, inside each cluster's ``batch()`` (its writes stored as it ends)."""
+    clusters = {id(s.cluster): s.cluster for s in steps if s.cluster is not None}
+    with ExitStack() as stack:
+        for each in clusters.values():
+            stack.enter_context(each.batch())
+        yield
+
+
 def _prepare(ctx: Context, batch: _Batch, c: Claimed, cluster: Cluster | None) -> _Step:
     s = _Step(c)
     if c.state is S.PENDING or (c.state.is_final and c.id in batch.in_use):
         return s  # decided (or cleaned up) when the batch is recorded
     cluster = cluster or ctx.clusters.for_environment(c.contexts, c.environment)
+    s.cluster = cluster
     if c.state.is_final:
         s.call = partial(removing.remove_unserved, cluster, c)
         return s

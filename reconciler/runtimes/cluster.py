@@ -20,6 +20,7 @@ release's manifests the same way for every runtime.
 from __future__ import annotations
 
 from collections.abc import Collection
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -130,6 +131,11 @@ class Teardown:
 
 class Cluster(Protocol):
     """One cluster (or one kubeconfig context). Methods raise only our errors."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """The calls of one batch (a tick's stages) are made inside this, on any thread that
+        shares its context: a runtime may store what they write together when it ends (the
+        simulated API does; a Kubernetes API server gets each request as it is made)."""
 
     def capabilities(self) -> Capabilities:
         """The API versions the cluster serves (CronJob batch/v1 or batch/v1beta1)."""

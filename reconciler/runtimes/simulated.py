@@ -27,7 +27,8 @@ from reconciler.runtimes.cluster import (
     Teardown,
     checked,
 )
-from reconciler.runtimes.simulatedapi import Found, SimulatedApi, address
+from reconciler.runtimes.simulatedapi import SimulatedApi, address
+from reconciler.runtimes.simulatedwrites import Found
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 from renderers.capabilities import RECENT, Capabilities
@@ -63,19 +64,19 @@ class SimulatedCluster(SimulatedApi):
         return RECENT
 
     def admit(self, objects: ReleaseObjects) -> None:
-        with self._call() as conn:
-            self._reachable(conn)
-            self._apply_all(conn, objects.namespace, objects.shared)
+        with self._call() as call:
+            self._reachable(call.conn)
+            self._apply_all(call, objects.namespace, objects.shared)
 
     def start_release_job(self, objects: ReleaseObjects) -> None:
         if objects.release_job is None:
             return
-        with self._call() as conn:
-            if self._get(conn, objects.namespace, "Job", _name(objects.release_job)) is None:
-                self._record(
-                    conn, f"release-job {objects.namespace}/{objects.unit} {objects.release}"
+        with self._call() as call:
+            if self._get(call.conn, objects.namespace, "Job", _name(objects.release_job)) is None:
+                call.writes.entry(
+                    f"release-job {objects.namespace}/{objects.unit} {objects.release}"
                 )
-            self._apply_all(conn, objects.namespace, (objects.release_job,))
+            self._apply_all(call, objects.namespace, (objects.release_job,))
 
     def release_job(self, objects: ReleaseObjects) -> JobStatus:
         assert objects.release_job is not None
@@ -98,18 +99,18 @@ class SimulatedCluster(SimulatedApi):
         return JobStatus(JobPhase.SUCCEEDED)
 
     def start(self, objects: ReleaseObjects) -> None:
-        with self._call() as conn:
+        with self._call() as call:
             if objects.primary is None:
-                self._reachable(conn)
+                self._reachable(call.conn)
                 first = True
             else:
                 first = (
-                    self._get(conn, objects.namespace, objects.primary_kind, objects.primary)
+                    self._get(call.conn, objects.namespace, objects.primary_kind, objects.primary)
                     is None
                 )
-            self._apply_all(conn, objects.namespace, objects.workload)
+            self._apply_all(call, objects.namespace, objects.workload)
             if first:
-                self._record(conn, f"start {objects.namespace}/{objects.unit} {objects.release}")
+                call.writes.entry(f"start {objects.namespace}/{objects.unit} {objects.release}")
 
     def rollout(self, objects: ReleaseObjects) -> Rollout:
         with self._look() as conn:
@@ -168,16 +169,16 @@ class SimulatedCluster(SimulatedApi):
     def activate(self, objects: ReleaseObjects) -> None:
         if objects.stable_service is None:
             return
-        with self._call() as conn:
-            previous = self._get(conn, objects.namespace, "Service", objects.unit)
+        with self._call() as call:
+            previous = self._get(call.conn, objects.namespace, "Service", objects.unit)
             if self._fault(objects) is Blocker.ROUTE_ACTIVATION:
                 raise TransientError(
                     f"the API refused to patch Service {objects.unit}: 409 Conflict", status=409
                 )
             body = dict(objects.stable_service)
-            self._apply_all(conn, objects.namespace, (body,))
+            self._apply_all(call, objects.namespace, (body,))
             if previous is None or previous.body != body:
-                self._record(conn, f"activate {objects.namespace}/{objects.unit} {objects.release}")
+                call.writes.entry(f"activate {objects.namespace}/{objects.unit} {objects.release}")
 
     def selected_release(self, namespace: str, unit: str) -> str | None:
         with self._look() as conn:
@@ -196,15 +197,15 @@ class SimulatedCluster(SimulatedApi):
 
     def _delete_release(self, verb: str, namespace: str, unit: str, release: str) -> None:
         labels = {"nebula.dev/service": unit, "nebula.dev/release": release}
-        with self._call() as conn:
-            if self._delete_where(conn, namespace, labels):
-                self._record(conn, f"{verb} {namespace}/{unit} {release}")
+        with self._call() as call:
+            if self._delete_where(call, namespace, labels):
+                call.writes.entry(f"{verb} {namespace}/{unit} {release}")
 
     def teardown(self, namespace: str, unit: str) -> Teardown:
-        with self._call() as conn:
-            deleted = self._delete_where(conn, namespace, {"nebula.dev/service": unit})
+        with self._call() as call:
+            deleted = self._delete_where(call, namespace, {"nebula.dev/service": unit})
             if deleted:
-                self._record(conn, f"teardown {namespace}/{unit}")
+                call.writes.entry(f"teardown {namespace}/{unit}")
             return Teardown(already_clean=not deleted, deleted=tuple(deleted))
 
     # -- live state ----------------------------------------------------------------------------
@@ -220,10 +221,10 @@ class SimulatedCluster(SimulatedApi):
         manifests = tuple(m for m in checked(objects) if drifts.reference(m) in wanted)
         if not manifests:
             return
-        with self._call() as conn:
-            self._reachable(conn)
-            self._apply_all(conn, objects.namespace, manifests)
-            self._record(conn, f"heal {objects.namespace}/{objects.unit} {objects.release}")
+        with self._call() as call:
+            self._reachable(call.conn)
+            self._apply_all(call, objects.namespace, manifests)
+            call.writes.entry(f"heal {objects.namespace}/{objects.unit} {objects.release}")
 
 
 def _name(manifest: Manifest) -> str:

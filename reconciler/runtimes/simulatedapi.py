@@ -3,10 +3,12 @@ restart of the reconciler, and several processes see the same cluster), whether 
 reached, a log of the calls that changed something, and each call's ``latency``
 (``NEBULA_SIMULATED_LATENCY``, real time, for benchmarks; no sleep at all by default).
 
-Each call is one transaction of a few statements on a bare connection (no ORM session), each
-statement built once at import: the check that the API is reachable is read in the query
-that reads the object a call looks at, and the objects a call applies are upserted in one
-executemany. A Secret's values are stored sealed with the server's key (``sealing``).
+A call reads at once and writes when it ends (``simulatedwrites``): on its own, in one
+transaction; inside ``batch()`` (a tick's batch of calls), with the batch's other writes in one
+transaction once they are all made. Statements run on bare connections (no ORM session), each
+built once at import: the check that the API is reachable is read in the query that reads the
+object a call looks at, and the objects written are upserted in one executemany. A Secret's
+values are stored sealed with the server's key (``sealing``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +28,6 @@ from sqlalchemy import (
     JSON,
     Connection,
     Integer,
-    Row,
     Text,
     and_,
     bindparam,
@@ -44,6 +47,7 @@ from reconciler.clock import Clock
 from reconciler.errors import UnreachableError
 from reconciler.runtimes import sealing
 from reconciler.runtimes.cluster import Manifest
+from reconciler.runtimes.simulatedwrites import Found, Gathered, Key, Listed, Put, Writes
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
@@ -54,7 +58,6 @@ LOG = "simulation.nebula.dev/log"
 UNREACHABLE = "the simulated cluster's API cannot be reached"
 
 _OBJECTS = _C = schema.ClusterObject
-Found = Row[Any, Any, Any]  # (kind, body, created_at)
 
 
 def _key(namespace: Any, kind: Any, name: Any) -> ColumnElement[bool]:
@@ -69,10 +72,10 @@ _REACHABLE = select(_C.id).where(_CONTROL_KEY)
 _GET = select(_C.kind, _C.body, _C.created_at).where(
     or_(_CONTROL_KEY, _key(bindparam("ns"), bindparam("kind"), bindparam("name")))
 )
-_IN_NAMESPACE = select(_C.id, _C.kind, _C.name, _C.body).where(
+_IN_NAMESPACE = select(_C.kind, _C.name, _C.body).where(
     or_(_C.namespace == bindparam("ns"), _CONTROL_KEY)
 )
-_DELETE_IDS = delete(_OBJECTS).where(_C.id.in_(bindparam("ids", expanding=True)))
+_DELETE_KEY = delete(_OBJECTS).where(_key(bindparam("ns"), bindparam("kind"), bindparam("name")))
 _SECRETS = select(_C.namespace, _C.kind, _C.name, _C.body).where(
     _C.kind == "Secret", _C.name.in_(bindparam("names", expanding=True))
 )
@@ -112,6 +115,14 @@ _UPSERT = {dialect: _upsert(dialect) for dialect in ("sqlite", "postgresql")}
 _LOG_ENTRY = {dialect: _log_entry(dialect) for dialect in ("sqlite", "postgresql")}
 
 
+@dataclass
+class _Call:
+    """One call in progress: where it reads, and what it will write."""
+
+    conn: Connection
+    writes: Writes = field(default_factory=Writes)
+
+
 class SimulatedApi:
     def __init__(self, db: Database, clock: Clock, vault: Vault, latency: timedelta) -> None:
         self.db = db
@@ -121,6 +132,22 @@ class SimulatedApi:
         # SQLite has one writer: this process's calls take turns here rather than in SQLite's
         # busy handler, which sleeps between tries.
         self._turns: threading.Lock | None = threading.Lock() if db.is_sqlite else None
+        # The batch the calls of this context belong to (``batch``); none outside one.
+        self._batch: ContextVar[Gathered | None] = ContextVar(f"batch-{id(self)}", default=None)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """A batch of calls: their writes are stored together when it ends (not when it
+        raises: then they are dropped, as if the process had died before they were made)."""
+        batch = Gathered()
+        token = self._batch.set(batch)
+        try:
+            yield
+        finally:
+            self._batch.reset(token)
+        if batch.writes:
+            with self._turns or contextlib.nullcontext(), self.db.begin() as conn:
+                self._write(conn, batch.writes)
 
     # -- test controls ----------------------------------------------------------------------
 
@@ -131,7 +158,7 @@ class SimulatedApi:
             if reachable:
                 conn.execute(delete(_OBJECTS).where(_CONTROL_KEY))
             else:
-                self._put_all(conn, [("", CONTROL, "unreachable", {})])
+                self._put_all(conn, [(("", CONTROL, "unreachable"), Put({}, self.clock.now()))])
 
     def log(self) -> list[str]:
         """Every mutating call, in order: ``"start shop-prod/api r-2"``, ``"drain ..."``."""
@@ -155,17 +182,17 @@ class SimulatedApi:
     ) -> Manifest | None:
         """Change a live object as someone with kubectl would (``tampering``): its new body,
         None when there is no such object."""
-        with self._call() as conn:
+        with self._transaction() as conn:
             row = self._get(conn, namespace, kind, name)
             if row is None:
                 return None
             body = change(sealing.unseal(self.vault, row.body))
-            self._put_all(conn, [(namespace, kind, name, body)])
+            self._put_all(conn, [((namespace, kind, name), Put(body, self.clock.now()))])
             return body
 
     def delete(self, namespace: str, kind: str, name: str) -> bool:
         """Delete a live object behind Nebula's back; False when there was none."""
-        with self._call() as conn:
+        with self._transaction() as conn:
             self._reachable(conn)
             return conn.execute(delete(_OBJECTS).where(_key(namespace, kind, name))).rowcount > 0
 
@@ -176,12 +203,28 @@ class SimulatedApi:
             time.sleep(self.latency.total_seconds())
 
     @contextmanager
-    def _call(self) -> Iterator[Connection]:
-        """One call to the API that changes something: its latency (real time, and only when
-        one is set), then one transaction."""
+    def _transaction(self) -> Iterator[Connection]:
+        """One call's latency (real time, and only when one is set), then one transaction."""
         self._wait()
         with self._turns or contextlib.nullcontext(), self.db.begin() as conn:
             yield conn
+
+    @contextmanager
+    def _call(self) -> Iterator[_Call]:
+        """One call to the API that may change something: on its own, one transaction (its
+        reads, then its writes); in a batch (``batch``), reads as ``_look`` does and writes
+        left to the batch. A call that raises writes nothing."""
+        batch = self._batch.get()
+        if batch is None:
+            with self._transaction() as conn:
+                call = _Call(conn)
+                yield call
+                self._write(conn, call.writes)
+            return
+        with self._look() as conn:
+            call = _Call(conn)
+            yield call
+        batch.add(call.writes)
 
     @contextmanager
     def _look(self) -> Iterator[Connection]:
@@ -197,11 +240,21 @@ class SimulatedApi:
                 yield conn
 
     def _get(self, conn: Connection, namespace: str, kind: str, name: str) -> Found | None:
-        """The object, read in the query that checks the API is reachable."""
+        """The object, read in the query that checks the API is reachable; in a batch, read
+        once and seen as the batch's writes left it (``Gathered``)."""
+        key = (namespace, kind, name)
+        batch = self._batch.get()
+        if batch is not None and batch.known(key):
+            return batch.over(key)
         rows = conn.execute(_GET, {"ns": namespace, "kind": kind, "name": name}).all()
         if any(row.kind == CONTROL for row in rows):
             raise UnreachableError(UNREACHABLE)
-        return next((row for row in rows if row.kind == kind), None)
+        row = next((row for row in rows if row.kind == kind), None)
+        found = Found(row.kind, row.body, row.created_at) if row is not None else None
+        if batch is None:
+            return found
+        batch.read(key, found)
+        return batch.over(key)
 
     def _get_all(
         self, conn: Connection, keys: Iterable[tuple[str, str, str]]
@@ -218,30 +271,48 @@ class SimulatedApi:
         return {(r.namespace, r.kind, r.name): sealing.unseal(self.vault, r.body) for r in rows}
 
     def _reachable(self, conn: Connection) -> None:
+        """Raises ``UnreachableError`` unless the API can be reached (once per batch)."""
+        batch = self._batch.get()
+        if batch is not None and batch.reachable:
+            return
         if conn.scalar(_REACHABLE) is not None:
             raise UnreachableError(UNREACHABLE)
+        if batch is not None:
+            batch.reachable = True
 
-    def _put_all(self, conn: Connection, objects: Iterable[tuple[str, str, str, Manifest]]) -> None:
-        """Server-side apply of each (namespace, kind, name, body) (``_upsert``), in one
-        executemany; two replicas applying one object at the same moment both succeed, the
-        later body winning, as on a real API server."""
-        now = self.clock.now()
-        unique = {(ns, kind, name): body for ns, kind, name, body in objects}
-        unique = self._sealed(conn, unique)
+    def _write(self, conn: Connection, writes: Writes) -> None:
+        """What calls wrote: deletions, then applies (``_put_all``), then the log entries."""
+        if writes.deleted:
+            conn.execute(
+                _DELETE_KEY,
+                [{"ns": ns, "kind": kind, "name": name} for ns, kind, name in writes.deleted],
+            )
+        self._put_all(conn, writes.applied)
+        if writes.log:
+            now = self.clock.now()
+            conn.execute(
+                _LOG_ENTRY[conn.dialect.name],
+                [{"suffix": f"-{uuid.uuid4().hex[:8]}", "body": {"entry": entry}, "now": now}
+                 for entry in writes.log],
+            )  # fmt: skip
+
+    def _put_all(self, conn: Connection, objects: Iterable[tuple[Key, Put]]) -> None:
+        """Server-side apply of each object (``_upsert``), in one executemany in key order;
+        two replicas applying one object at the same moment both succeed, the later body
+        winning, as on a real API server. A new object is created at its ``Put.at``."""
+        unique = self._sealed(conn, dict(sorted(objects)))
         if not unique:
             return
         conn.execute(
             _UPSERT[conn.dialect.name],
             [
-                {"namespace": ns, "kind": kind, "name": name, "body": body, "created_at": now,
-                 "updated_at": now}
-                for (ns, kind, name), body in unique.items()
+                {"namespace": ns, "kind": kind, "name": name, "body": put.body,
+                 "created_at": put.at, "updated_at": put.at}
+                for (ns, kind, name), put in unique.items()
             ],
         )  # fmt: skip
 
-    def _sealed(
-        self, conn: Connection, unique: dict[tuple[str, str, str], Manifest]
-    ) -> dict[tuple[str, str, str], Manifest]:
+    def _sealed(self, conn: Connection, unique: dict[Key, Put]) -> dict[Key, Put]:
         """Secrets sealed; one whose values did not change is left out (its sealed form
         differs on every encryption, so it is compared in the clear: an identical apply
         changes nothing)."""
@@ -255,28 +326,26 @@ class SimulatedApi:
             )
         }
         return {
-            key: sealing.seal(self.vault, body) if key[1] == "Secret" else body
-            for key, body in unique.items()
-            if key[1] != "Secret" or stored.get(key) != body
+            key: Put(sealing.seal(self.vault, put.body), put.at) if key[1] == "Secret" else put
+            for key, put in unique.items()
+            if key[1] != "Secret" or stored.get(key) != put.body
         }
 
-    def _record(self, conn: Connection, entry: str) -> None:
-        """Log ``entry`` (``_log_entry``)."""
-        conn.execute(
-            _LOG_ENTRY[conn.dialect.name],
-            {"suffix": f"-{uuid.uuid4().hex[:8]}", "body": {"entry": entry},
-             "now": self.clock.now()},
-        )  # fmt: skip
+    def _apply_all(self, call: _Call, namespace: str, manifests: tuple[Manifest, ...]) -> None:
+        now = self.clock.now()
+        for manifest in manifests:
+            call.writes.put(address(manifest, namespace), manifest, now)
 
-    def _apply_all(self, conn: Connection, namespace: str, manifests: tuple[Manifest, ...]) -> None:
-        self._put_all(conn, [(*address(manifest, namespace), manifest) for manifest in manifests])
-
-    def _delete_where(self, conn: Connection, namespace: str, labels: dict[str, str]) -> list[str]:
+    def _delete_where(self, call: _Call, namespace: str, labels: dict[str, str]) -> list[str]:
         """Delete the namespace's objects with ``labels``, read in the query that checks the
         API is reachable; their ``Kind/name``."""
-        rows = conn.execute(_IN_NAMESPACE, {"ns": namespace}).all()
-        if any(row.kind == CONTROL for row in rows):
+        read = call.conn.execute(_IN_NAMESPACE, {"ns": namespace}).all()
+        if any(row.kind == CONTROL for row in read):
             raise UnreachableError(UNREACHABLE)
+        rows = [Listed(row.kind, row.name, row.body) for row in read]
+        batch = self._batch.get()
+        if batch is not None:
+            rows = batch.within(namespace, rows)
         doomed = [
             row
             for row in rows
@@ -285,8 +354,8 @@ class SimulatedApi:
                 for k, v in labels.items()
             )
         ]
-        if doomed:
-            conn.execute(_DELETE_IDS, {"ids": [row.id for row in doomed]})
+        for row in doomed:
+            call.writes.delete((namespace, row.kind, row.name))
         return [f"{row.kind}/{row.name}" for row in doomed]
 
 

@@ -251,6 +251,25 @@ def test_drain_deletes_the_previous_release_and_keeps_the_new_one(harness: Harne
     assert harness.cluster.selected_release(first.namespace, "api") == "r-2"
 
 
+def test_a_batch_of_calls_leaves_what_the_same_calls_leave_one_by_one(harness: Harness) -> None:
+    """What a tick does: a batch of stages inside ``Cluster.batch()``; once it ends, all of
+    it is live, whatever the runtime does with the writes meanwhile."""
+    first = started(harness, 1, cron=True)
+    harness.cluster.activate(first)
+    second = harness.release(2, service(harness, "2", cron=True))
+
+    with harness.cluster.batch():
+        harness.cluster.admit(second)
+        harness.cluster.start(second)
+        harness.cluster.activate(second)
+        harness.cluster.drain(first.namespace, "api", "r-1")
+
+    assert harness.names("Deployment") == {"api-r2"}
+    assert harness.names("Service") == {"api", "api-r2"}
+    assert harness.names("CronJob") == {"api-r2-nightly"}
+    assert harness.cluster.selected_release(first.namespace, "api") == "r-2"
+
+
 def test_remove_deletes_a_release_that_never_took_traffic(harness: Harness) -> None:
     first = started(harness, 1)
     harness.cluster.activate(first)

@@ -51,7 +51,7 @@ def test_secret_values_are_stored_encrypted_and_read_back_in_the_clear(
 
     def counting(self: SimulatedCluster, conn: Any, objects: Any) -> None:
         objects = list(objects)
-        applies.extend(kind for _, kind, _, _ in objects)
+        applies.extend(kind for (_, kind, _), _ in objects)
         put(self, conn, objects)
 
     monkeypatch.setattr(SimulatedCluster, "_put_all", counting)

@@ -20,6 +20,7 @@ heal (``heal``) is the stages' own server-side apply, forcing Nebula's fields ba
 from __future__ import annotations
 
 from collections.abc import Collection
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from urllib.parse import quote
 
@@ -88,6 +89,10 @@ class KubernetesCluster:
 
     def __repr__(self) -> str:
         return f"KubernetesCluster({self.connection.context or 'in-cluster'} at {self.connection.server})"
+
+    def batch(self) -> AbstractContextManager[None]:
+        """A batch's calls: each request is sent as it is made, so nothing is left to do."""
+        return nullcontext()
 
     def capabilities(self) -> Capabilities:
         """What the server serves, for rendering (CronJob ``batch/v1`` or ``batch/v1beta1``)."""

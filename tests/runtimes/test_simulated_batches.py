@@ -1,0 +1,117 @@
+"""A batch of calls to the simulated API (``SimulatedApi.batch``, what a tick opens around
+its stages): the calls read at once and read one another's writes, and the batch stores
+all its writes together when it ends (or none, if it raises)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+
+from reconciler.clock import FakeClock
+from reconciler.engine import stepping
+from reconciler.errors import UnreachableError
+from reconciler.runtimes.simulated import SimulatedCluster
+from reconciler.store.crypto import Vault
+from reconciler.store.database import Database
+from tests.runtimes.releases import Service, image, release_objects
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
+    db = Database(f"sqlite:///{tmp_path / 'nebula.db'}")
+    cluster = SimulatedCluster(db, FakeClock(), timedelta(0), {}, Vault(Fernet.generate_key()))
+    yield cluster
+    db.dispose()
+
+
+def _names(cluster: SimulatedCluster, namespace: str, kind: str) -> set[str]:
+    return {o["metadata"]["name"] for o in cluster.objects(namespace) if o["kind"] == kind}
+
+
+def test_a_batch_stores_its_writes_when_it_ends_and_its_calls_read_them_before(
+    cluster: SimulatedCluster,
+) -> None:
+    objects = release_objects("bat", 1, Service(image("api", "bat-1")))
+    ns = objects.namespace
+
+    with cluster.batch():
+        cluster.admit(objects)
+        cluster.start(objects)
+        assert cluster.objects(ns) == [] and cluster.log() == [], "nothing stored yet"
+        rollout = cluster.rollout(objects)
+        assert rollout.started and rollout.ready == rollout.desired == 2, "its own workload"
+        cluster.start(objects)  # a replayed call: the workload is there already
+        cluster.activate(objects)
+        assert cluster.selected_release(ns, "api") == "r-1"
+
+    assert _names(cluster, ns, "Deployment") == {"api-r1"}
+    assert _names(cluster, ns, "Service") == {"api", "api-r1"}
+    assert cluster.log() == [f"start {ns}/api r-1", f"activate {ns}/api r-1"]
+    assert cluster.selected_release(ns, "api") == "r-1"
+
+
+def test_a_deletion_in_a_batch_sees_what_the_batch_applied(cluster: SimulatedCluster) -> None:
+    first = release_objects("bat", 1, Service(image("api", "bat-1")))
+    second = release_objects("bat", 2, Service(image("api", "bat-2")))
+    cluster.start(first)  # on its own: stored at once
+
+    with cluster.batch():
+        cluster.start(second)
+        cluster.remove(second.namespace, "api", "r-2")  # never took traffic
+        cluster.drain(first.namespace, "api", "r-1")
+
+    assert _names(cluster, first.namespace, "Deployment") == set()
+    ns = first.namespace
+    assert cluster.log() == [
+        f"start {ns}/api r-1", f"start {ns}/api r-2", f"remove {ns}/api r-2",
+        f"drain {ns}/api r-1",
+    ]  # fmt: skip
+
+
+def test_a_batch_that_raises_stores_nothing(cluster: SimulatedCluster) -> None:
+    objects = release_objects("bat", 1, Service(image("api", "bat-1")))
+
+    with pytest.raises(RuntimeError), cluster.batch():
+        cluster.admit(objects)
+        cluster.start(objects)
+        raise RuntimeError("the replica dies before its batch is stored")
+
+    assert cluster.objects(objects.namespace) == [] and cluster.log() == []
+    cluster.start(objects)
+    assert cluster.log() == [f"start {objects.namespace}/api r-1"], "replayed once, later"
+
+
+def test_calls_made_on_the_pool_of_workers_join_the_batch(cluster: SimulatedCluster) -> None:
+    releases = [
+        release_objects("bat", 1, Service(image(unit, "bat-1")), unit=unit)
+        for unit in ("api", "web", "jobs", "mail", "search")
+    ]
+
+    with cluster.batch():
+        results = stepping.run(4, [partial(cluster.start, objects) for objects in releases])
+        assert cluster.log() == []
+
+    assert results == [None] * 5
+    ns = releases[0].namespace
+    assert _names(cluster, ns, "Deployment") == {f"{o.unit}-r1" for o in releases}
+    assert sorted(cluster.log()) == sorted(f"start {ns}/{o.unit} r-1" for o in releases)
+
+
+def test_an_api_down_when_the_batch_begins_fails_its_calls_and_stores_nothing(
+    cluster: SimulatedCluster,
+) -> None:
+    objects = release_objects("bat", 1, Service(image("api", "bat-1")))
+    cluster.set_reachable(False)
+
+    with cluster.batch():
+        for call in (cluster.admit, cluster.start, cluster.rollout, cluster.activate):
+            with pytest.raises(UnreachableError):
+                call(objects)
+
+    cluster.set_reachable(True)
+    assert cluster.objects(objects.namespace) == [] and cluster.log() == []
