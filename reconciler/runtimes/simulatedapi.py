@@ -7,7 +7,7 @@ A call reads at once and writes when it ends (``simulatedwrites``): on its own, 
 transaction; inside ``batch()`` (a tick's batch of calls), with the batch's other writes in one
 transaction once they are all made. Statements run on bare connections (no ORM session), each
 built once at import: the check that the API is reachable is read in the query that reads the
-object a call looks at, and the objects written are upserted in one executemany. A Secret's
+object a call looks at, and the objects written are upserted in one statement. A Secret's
 values are stored sealed with the server's key (``sealing``).
 """
 
@@ -82,15 +82,17 @@ _SECRETS = select(_C.namespace, _C.kind, _C.name, _C.body).where(
 
 
 def _upsert(dialect: str) -> Any:
-    """Server-side apply of one object (run once per object, as one executemany): created, or
-    updated when the body differs (an identical apply changes nothing)."""
+    """Server-side apply of objects: each created, or updated when the body differs (an
+    identical apply changes nothing). Its RETURNING makes SQLAlchemy send the objects of an
+    executemany as one multi-row INSERT ("insertmanyvalues"), not a statement per object:
+    a third of the time for a batch's few hundred objects on PostgreSQL."""
     statement = (sqlite_insert if dialect == "sqlite" else pg_insert)(_OBJECTS)
     return statement.on_conflict_do_update(
         index_elements=["namespace", "kind", "name"],
         set_={"body": statement.excluded.body, "updated_at": statement.excluded.updated_at},
         # (JSON has no equality on PostgreSQL: compared as the text it was written as)
         where=cast(_C.body, Text) != cast(statement.excluded.body, Text),
-    )
+    ).returning(_C.id)
 
 
 def _log_entry(dialect: str) -> Any:
@@ -297,7 +299,7 @@ class SimulatedApi:
             )  # fmt: skip
 
     def _put_all(self, conn: Connection, objects: Iterable[tuple[Key, Put]]) -> None:
-        """Server-side apply of each object (``_upsert``), in one executemany in key order;
+        """Server-side apply of each object (``_upsert``), in one statement in key order;
         two replicas applying one object at the same moment both succeed, the later body
         winning, as on a real API server. A new object is created at its ``Put.at``."""
         unique = self._sealed(conn, dict(sorted(objects)))
