@@ -10,15 +10,18 @@ simulated cluster with zero delay, every SQL statement counted on the store's en
   a connection in autocommit mode sends neither.
 
 Each is told apart as the engine's or the simulated cluster's (whose objects live in the same
-store) by the thread it runs in while a cluster call is under way, and divided by the
-transitions made (the deployments' events after ``pending``). Works against any revision of
+store) by the thread it runs in while a cluster call is under way (or while a batch of calls
+stores its writes, as ``Cluster.batch`` ends), and divided by the transitions made (the
+deployments' events after ``pending``). On SQLite the simulated cluster's reads go to the
+store's reading engine, which is not counted. Works against any revision of
 the engine that ticks through ``ctx.clusters.for_environment`` (to measure a before).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -63,11 +66,30 @@ class PathFigures:
         return total / self.transitions
 
 
+@contextmanager
+def _marked(inner: AbstractContextManager[None]) -> Iterator[None]:
+    """A batch of calls whose end (where the simulated cluster stores its writes) is marked."""
+    inner.__enter__()
+    try:
+        yield
+    except BaseException as exc:
+        inner.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    _inside.depth = getattr(_inside, "depth", 0) + 1
+    try:
+        inner.__exit__(None, None, None)
+    finally:
+        _inside.depth -= 1
+
+
 class _Marked:
     """A cluster whose calls mark their thread while they run (what the counts tell apart)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+
+    def batch(self) -> AbstractContextManager[None]:
+        return _marked(self._inner.batch())
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._inner, name)

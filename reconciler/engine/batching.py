@@ -28,6 +28,7 @@ from reconciler.store import schema
 
 D = schema.Deployment
 LEASE = timedelta(seconds=60)
+RENEW = timedelta(seconds=20)  # how often the leases of a batch whose calls still run are renewed
 SIZE = 100  # deployments a tick claims at once
 
 # What a tick looks for, as two conditions so each can use an index: deployments in flight
@@ -136,6 +137,18 @@ def claim(
         .execution_options(synchronize_session=False)
     )
     return sorted(session.scalars(statement))
+
+
+def renew(session: Session, ids: Sequence[int], owner: str, now: datetime) -> int:
+    """Extend ``owner``'s leases on ``ids`` (its batch's calls are still running); how many it
+    still held. One taken over meanwhile (ours had expired) stays the other replica's."""
+    statement = (
+        update(D)
+        .where(D.id.in_(list(ids)), D.lease_owner == owner)
+        .values(lease_expires_at=now + LEASE)
+        .execution_options(synchronize_session=False)
+    )
+    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
 
 
 _ACTIVE = aliased(schema.Release)

@@ -14,7 +14,9 @@ A batch takes two transactions, however many deployments it holds:
    deployment calls no cluster: it is decided here (``admitting``), in id order with the rest.
 
 A replica killed at any point leaves leases that expire; whoever takes them over replays at
-most one idempotent call per deployment. What a failed call records is in ``failing``.
+most one idempotent call per deployment. A live replica keeps its leases while the calls run,
+however long a slow API makes them (renewed every ``batching.RENEW``). What a failed call
+records is in ``failing``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -185,7 +188,10 @@ def _advance(ctx: Context, owner: str, batch: _Batch, cluster: Cluster | None = 
     steps = [_prepare(ctx, batch, c, cluster) for c in batch.claimed]
     called = [(s, s.call) for s in steps if s.call is not None]
     try:
-        with _batch_of([s for s, _ in called]):
+        with (
+            _batch_of([s for s, _ in called]),
+            _kept(ctx, owner, [s.claimed.id for s, _ in called]),
+        ):
             results = stepping.run(ctx.settings.workers, [call for _, call in called])
         for (s, _), result in zip(called, results, strict=True):
             s.result = result
@@ -197,6 +203,31 @@ def _advance(ctx: Context, owner: str, batch: _Batch, cluster: Cluster | None = 
         if isinstance(s.result, Exception) and not isinstance(s.result, _FAILED_CALL):
             raise s.result  # a bug, not the cluster's answer: the others' steps are recorded
     return moved
+
+
+@contextmanager
+def _kept(ctx: Context, owner: str, ids: list[int]) -> Iterator[None]:
+    """The leases on ``ids`` renewed until the block ends, from a thread of their own."""
+    if not ids:
+        yield
+        return
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(batching.RENEW.total_seconds()):
+            try:
+                with ctx.db.transaction() as session:
+                    batching.renew(session, ids, owner, ctx.clock.now())
+            except NebulaError as exc:  # the store is down: the next round tries again
+                log.warning("could not renew leases", extra={"reason": exc.message})
+
+    keeper = threading.Thread(target=renew, name="nebula-step-lease", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        done.set()
+        keeper.join()
 
 
 @contextmanager

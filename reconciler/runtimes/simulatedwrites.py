@@ -4,8 +4,9 @@ A call to the simulated API reads at once and writes when it ends. Made on its o
 is one transaction: its reads, then its writes. Made inside ``SimulatedApi.batch()`` (the
 calls of one tick's batch, as the engine makes them), a call's reads are single queries
 and its writes join the batch's. When the batch's calls are done, the whole batch's writes
-are stored in one transaction. Before, each write call took a transaction of its own: three
-of the six calls a deployment makes, at two round trips each before any statement ran.
+are stored in one transaction. Before, each call that wrote (three of the six calls a
+deployment makes) took a transaction of its own, with a BEGIN and a COMMIT around its
+statements and a statement per object it applied.
 
 Nothing a stage decides depends on the difference. The calls of a batch read what the
 batch wrote before them (a stage starts a workload, then reads its rollout), from here,
