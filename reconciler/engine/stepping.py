@@ -55,7 +55,8 @@ class _Calls(Generic[T]):
     def __init__(self, calls: Sequence[Callable[[], T]]) -> None:
         self.calls = calls
         self.results: list[T | Exception | None] = [None] * len(calls)
-        self.done = threading.Event()
+        self.done = threading.Event()  # set once no call is running and none will start
+        self.escaped: BaseException | None = None  # (then no further call is started)
         self._taken = 0
         self._finished = 0
         self._lock = threading.Lock()
@@ -66,17 +67,25 @@ class _Calls(Generic[T]):
             return self._finished
 
     def make(self) -> None:
-        """Make calls not yet taken until there are none."""
+        """Make calls not yet taken until there are none (or one raised what is not an
+        ``Exception``, such as ``KeyboardInterrupt``: ``run`` raises it once the calls
+        already running have returned)."""
         while True:
             with self._lock:
-                if self._taken == len(self.calls):
+                if self._taken == len(self.calls) or self.escaped is not None:
                     return
                 index, self._taken = self._taken, self._taken + 1
-            self.results[index] = _caught(self.calls[index])
-            with self._lock:
-                self._finished += 1
-                if self._finished == len(self.calls):
-                    self.done.set()
+            try:
+                self.results[index] = _caught(self.calls[index])
+            except BaseException as exc:
+                with self._lock:
+                    self.escaped = self.escaped or exc
+            finally:
+                with self._lock:
+                    self._finished += 1
+                    last = self._taken == len(self.calls) or self.escaped is not None
+                    if last and self._finished == self._taken:
+                        self.done.set()
 
 
 def run(workers: int, calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
@@ -106,4 +115,6 @@ def run(workers: int, calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
     watchdog.join()
     for helper in helpers:
         helper.result()
+    if batch.escaped is not None:
+        raise batch.escaped
     return cast("list[T | Exception]", batch.results)  # (every one filled in)

@@ -1,6 +1,7 @@
 """The reconcile tick: claim a batch of due deployments, step each one, record the batch.
 
-A batch takes two transactions, however many deployments it holds:
+A batch takes two transactions of the engine's, however many deployments it holds (and, on
+the simulated cluster, one more that stores its calls' writes):
 
 1. one claims up to ``batching.SIZE`` due deployments (each gets this replica's lease) and
    reads what their steps need, in a constant number of queries (``batching``);
@@ -14,9 +15,9 @@ A batch takes two transactions, however many deployments it holds:
    deployment calls no cluster: it is decided here (``admitting``), in id order with the rest.
 
 A replica killed at any point leaves leases that expire; whoever takes them over replays at
-most one idempotent call per deployment. A live replica keeps its leases while the calls run,
-however long a slow API makes them (renewed every ``batching.RENEW``). What a failed call
-records is in ``failing``.
+most one idempotent call per deployment. A live replica keeps its leases from the claim to
+the record, however long a slow API makes the calls (renewed every ``batching.RENEW``). What
+a failed call records is in ``failing``.
 """
 
 from __future__ import annotations
@@ -185,19 +186,18 @@ class _Step:
 
 def _advance(ctx: Context, owner: str, batch: _Batch, cluster: Cluster | None = None) -> int:
     """Prepare each step, run the calls on the pool, record the batch; the steps recorded."""
-    steps = [_prepare(ctx, batch, c, cluster) for c in batch.claimed]
-    called = [(s, s.call) for s in steps if s.call is not None]
+    ids = [c.id for c in batch.claimed]
     try:
-        with (
-            _batch_of([s for s, _ in called]),
-            _kept(ctx, owner, [s.claimed.id for s, _ in called]),
-        ):
-            results = stepping.run(ctx.settings.workers, [call for _, call in called])
+        with _kept(ctx, owner, ids):  # (discovery and rendering, the calls, their writes)
+            steps = [_prepare(ctx, batch, c, cluster) for c in batch.claimed]
+            called = [(s, s.call) for s in steps if s.call is not None]
+            with _batch_of([s for s, _ in called]):
+                results = stepping.run(ctx.settings.workers, [call for _, call in called])
         for (s, _), result in zip(called, results, strict=True):
             s.result = result
         moved = _record(ctx, owner, steps)
     except BaseException:
-        _release(ctx, [c.id for c in batch.claimed], owner)  # the batch did not commit
+        _release(ctx, ids, owner)  # the batch did not commit
         raise
     for s, _ in called:
         if isinstance(s.result, Exception) and not isinstance(s.result, _FAILED_CALL):
@@ -218,8 +218,9 @@ def _kept(ctx: Context, owner: str, ids: list[int]) -> Iterator[None]:
             try:
                 with ctx.db.transaction() as session:
                     batching.renew(session, ids, owner, ctx.clock.now())
-            except NebulaError as exc:  # the store is down: the next round tries again
-                log.warning("could not renew leases", extra={"reason": exc.message})
+            except Exception as exc:  # the store is down, say: the next round tries again
+                reason = exc.message if isinstance(exc, NebulaError) else type(exc).__name__
+                log.warning("could not renew leases", extra={"reason": reason})
 
     keeper = threading.Thread(target=renew, name="nebula-step-lease", daemon=True)
     keeper.start()

@@ -13,9 +13,11 @@ batch wrote before them (a stage starts a workload, then reads its rollout), fro
 over what the store holds (``Gathered.over``, ``Gathered.within``). And a batch's writes are
 stored before the batch is recorded, as each call's were before.
 
-The last write of an object wins, as on an API server. The objects are written in key
-order, so two replicas storing batches that share an object (a project's Namespace) lock
-it in the same order: one waits for the other, and neither deadlocks.
+The last write of an object wins, as on an API server; one deleted and then applied again is
+created anew. The objects are upserted in key order, so two replicas storing batches that
+share objects (a project's Namespace) take their row locks in one order and one waits for
+the other. (Deletions come first, in key order of their own; they only touch the objects of
+releases the batch's own deployments hold, which no other replica applies.)
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import NamedTuple
 from reconciler.runtimes.cluster import Manifest
 
 Key = tuple[str, str, str]  # (namespace, kind, name)
+_ABSENT = object()
 
 
 class Found(NamedTuple):
@@ -51,6 +54,7 @@ class Listed(NamedTuple):
 class Put:
     body: Manifest
     at: datetime  # when it was first applied in the batch: its creation, if it is new
+    fresh: bool = False  # applied after the batch deleted it: a new object, created ``at``
 
 
 @dataclass
@@ -60,9 +64,13 @@ class Writes:
     objects: dict[Key, Put | None] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
-    def put(self, key: Key, body: Manifest, at: datetime) -> None:
-        before = self.objects.get(key)
-        self.objects[key] = Put(body, before.at if before is not None else at)
+    def put(self, key: Key, body: Manifest, at: datetime, *, fresh: bool = False) -> None:
+        before = self.objects.get(key, _ABSENT)
+        if before is None:
+            fresh = True  # deleted, then applied: created again, now
+        elif isinstance(before, Put) and not fresh:
+            at, fresh = before.at, before.fresh  # applied again: created when it first was
+        self.objects[key] = Put(body, at, fresh)
 
     def delete(self, key: Key) -> None:
         self.objects[key] = None
@@ -80,16 +88,19 @@ class Writes:
 
     @property
     def deleted(self) -> list[Key]:
-        return sorted(key for key, put in self.objects.items() if put is None)
+        """What to delete first: the objects deleted, and those deleted and applied again
+        (so they are created anew, not updated)."""
+        return sorted(key for key, put in self.objects.items() if put is None or put.fresh)
 
 
 class Gathered:
     """One batch's writes, joined by calls that may run on several threads at once, and what
-    its calls read. What the batch reads of the store is read once: whether the API can be
-    reached (a batch sees an outage that began before it, not one that begins while its calls
-    are made), and each object (another replica's calls do not touch the objects of the
-    deployments this one holds: a stage that starts a workload and then reads its rollout
-    reads the store once)."""
+    its calls read. Whether the API can be reached is read once a batch (a batch sees an
+    outage that began before it, not one that begins while its calls are made), and so is
+    each object a call reads by its name (another replica's calls do not touch the objects
+    of the deployments this one holds: a stage that starts a workload and then reads its
+    rollout reads the store once). A deletion by label reads the namespace each time, seen
+    through the batch's writes (``within``); drift checks (``live``) are not made in batches."""
 
     def __init__(self) -> None:
         self.writes = Writes()
@@ -114,7 +125,7 @@ class Gathered:
                 if put is None:
                     self.writes.delete(key)
                 else:
-                    self.writes.put(key, put.body, put.at)
+                    self.writes.put(key, put.body, put.at, fresh=put.fresh)
             self.writes.log.extend(writes.log)
 
     def over(self, key: Key) -> Found | None:
@@ -126,7 +137,8 @@ class Gathered:
             put = self.writes.objects[key]
         if put is None:
             return None
-        return Found(key[1], put.body, stored.created_at if stored is not None else put.at)
+        created = stored.created_at if stored is not None and not put.fresh else put.at
+        return Found(key[1], put.body, created)
 
     def within(self, namespace: str, stored: Iterable[Listed]) -> list[Listed]:
         """The objects of ``namespace`` as the batch left them, over what the store holds."""

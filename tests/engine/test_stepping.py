@@ -65,3 +65,25 @@ def test_calls_on_other_threads_see_the_ticks_context() -> None:
         return batch.get()
 
     assert stepping.run(3, [call, call, call]) == ["the tick's batch"] * 3
+
+
+class _Stop(BaseException):
+    """What is not an ``Exception`` (a ``KeyboardInterrupt``, a test's simulated crash)."""
+
+
+def test_what_is_not_an_exception_stops_the_batch_and_is_raised_once_calls_return() -> None:
+    started: list[int] = []
+
+    def call(n: int) -> Callable[[], int]:
+        def slow() -> int:
+            started.append(n)
+            time.sleep(0.01)
+            if n == 2:
+                raise _Stop()
+            return n
+
+        return slow
+
+    with pytest.raises(_Stop):
+        stepping.run(4, [call(n) for n in range(40)])
+    assert len(started) < 40, "no call starts once one has stopped the batch"

@@ -115,3 +115,27 @@ def test_an_api_down_when_the_batch_begins_fails_its_calls_and_stores_nothing(
 
     cluster.set_reachable(True)
     assert cluster.objects(objects.namespace) == [] and cluster.log() == []
+
+
+def test_an_object_deleted_and_applied_again_in_a_batch_is_created_anew(
+    tmp_path: Path,
+) -> None:
+    """As the same calls one by one: removed, then started again, the workload's pods start
+    from the beginning (their stage takes its delay again)."""
+    db = Database(f"sqlite:///{tmp_path / 'nebula.db'}")
+    clock = FakeClock()
+    cluster = SimulatedCluster(db, clock, timedelta(seconds=10), {}, Vault(Fernet.generate_key()))
+    objects = release_objects("bat", 1, Service(image("api", "bat-1")))
+    cluster.start(objects)
+    clock.advance(100)
+    assert cluster.rollout(objects).ready == 2
+
+    with cluster.batch():
+        cluster.remove(objects.namespace, "api", "r-1")
+        cluster.start(objects)
+        assert cluster.rollout(objects).message == "pods are starting"
+
+    assert cluster.rollout(objects).message == "pods are starting"
+    clock.advance(20)
+    assert cluster.rollout(objects).ready == 2
+    db.dispose()
