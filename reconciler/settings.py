@@ -135,7 +135,7 @@ class Settings:
     git_ssh_key: str = _text("", "the path of a private key for ssh:// remotes")
     git_ssh_key_passphrase: str = _text("", "the passphrase of NEBULA_GIT_SSH_KEY", secret=True)
     replica_id: str = _text("", "this replica's name in leases; empty: hostname:pid")
-    workers: int = _int(8, "what one replica runs at once: scheduler jobs (polls, reconcile ticks, timers), and the cluster calls of a tick")
+    workers: int = _int(8, "what one replica runs at once: scheduler jobs (polls, reconcile ticks, timers), and the cluster calls of a tick once they wait on the API (calls that return at once are made one after the other)")
     max_config_size: int = _size("1MiB", "the largest nebula.toml Nebula reads: a larger one is a configuration blocker at poll time and an error for nebula validate")
     # fmt: on
 
