@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Protocol
 
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -299,17 +300,11 @@ class Scheduler:
         if not claimed:
             return polling.PollReport()
         started = time.perf_counter()
-        done = threading.Event()
-        leased = (done, [f"poll:{s}" for s in claimed], POLL_LEASE, POLL_RENEW)
-        renewer = threading.Thread(
-            target=self._renew_until, args=leased, name="nebula-poll-lease", daemon=True
-        )
-        renewer.start()
+        renew = partial(self._claim, [f"poll:{s}" for s in claimed], POLL_LEASE)
         try:
-            report = polling.poll(self.ctx, claimed)
+            with leases.renewing(renew, POLL_RENEW, "nebula-poll-lease"):
+                report = polling.poll(self.ctx, claimed)
         finally:
-            done.set()
-            renewer.join()
             self._spread_and_release(claimed)
         seconds = time.perf_counter() - started
         self.observer.polled(report, seconds)
@@ -388,13 +383,3 @@ class Scheduler:
 
     def _release(self, session: Session, names: list[str]) -> None:
         leases.release(session, names, self.owner)
-
-    def _renew_until(
-        self, done: threading.Event, names: list[str], ttl: timedelta, every: timedelta
-    ) -> None:
-        """Keep renewing ``names`` until ``done``: the work they guard is still running."""
-        while not done.wait(every.total_seconds()):
-            try:
-                self._claim(names, ttl)
-            except Exception as exc:  # the store is down: the next round tries again
-                log.warning("could not renew leases", extra={"reason": str(exc)})

@@ -139,16 +139,15 @@ def claim(
     return sorted(session.scalars(statement))
 
 
-def renew(session: Session, ids: Sequence[int], owner: str, now: datetime) -> int:
-    """Extend ``owner``'s leases on ``ids`` (its batch's calls are still running); how many it
-    still held. One taken over meanwhile (ours had expired) stays the other replica's."""
-    statement = (
+def renew(session: Session, ids: Sequence[int], owner: str, now: datetime) -> None:
+    """Extend ``owner``'s leases on ``ids`` (its batch is still running). One taken over
+    meanwhile (ours had expired) stays the other replica's."""
+    session.execute(
         update(D)
         .where(D.id.in_(list(ids)), D.lease_owner == owner)
         .values(lease_expires_at=now + LEASE)
         .execution_options(synchronize_session=False)
     )
-    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
 
 
 _ACTIVE = aliased(schema.Release)

@@ -25,9 +25,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -54,7 +53,7 @@ from reconciler.engine.batching import IN_FLIGHT, Claimed
 from reconciler.engine.stages import Facts, Outcome
 from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import Cluster
-from reconciler.store import schema
+from reconciler.store import leases, schema
 from renderers.capabilities import Capabilities
 
 log = logging.getLogger("nebula.engine")
@@ -205,30 +204,14 @@ def _advance(ctx: Context, owner: str, batch: _Batch, cluster: Cluster | None = 
     return moved
 
 
-@contextmanager
-def _kept(ctx: Context, owner: str, ids: list[int]) -> Iterator[None]:
-    """The leases on ``ids`` renewed until the block ends, from a thread of their own."""
-    if not ids:
-        yield
-        return
-    done = threading.Event()
+def _kept(ctx: Context, owner: str, ids: list[int]) -> AbstractContextManager[None]:
+    """``owner``'s leases on ``ids`` renewed until the block ends."""
 
     def renew() -> None:
-        while not done.wait(batching.RENEW.total_seconds()):
-            try:
-                with ctx.db.transaction() as session:
-                    batching.renew(session, ids, owner, ctx.clock.now())
-            except Exception as exc:  # the store is down, say: the next round tries again
-                reason = exc.message if isinstance(exc, NebulaError) else type(exc).__name__
-                log.warning("could not renew leases", extra={"reason": reason})
+        with ctx.db.transaction() as session:
+            batching.renew(session, ids, owner, ctx.clock.now())
 
-    keeper = threading.Thread(target=renew, name="nebula-step-lease", daemon=True)
-    keeper.start()
-    try:
-        yield
-    finally:
-        done.set()
-        keeper.join()
+    return leases.renewing(renew, batching.RENEW, "nebula-step-lease") if ids else nullcontext()
 
 
 @contextmanager

@@ -148,7 +148,7 @@ class SimulatedApi:
         finally:
             self._batch.reset(token)
         if batch.writes:
-            with self._turns or contextlib.nullcontext(), self.db.begin() as conn:
+            with self._transaction(wait=False) as conn:
                 self._write(conn, batch.writes)
 
     # -- test controls ----------------------------------------------------------------------
@@ -205,9 +205,10 @@ class SimulatedApi:
             time.sleep(self.latency.total_seconds())
 
     @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
+    def _transaction(self, *, wait: bool = True) -> Iterator[Connection]:
         """One call's latency (real time, and only when one is set), then one transaction."""
-        self._wait()
+        if wait:
+            self._wait()
         with self._turns or contextlib.nullcontext(), self.db.begin() as conn:
             yield conn
 

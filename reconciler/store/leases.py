@@ -9,9 +9,12 @@ at once (``gone`` and ``take_over``): a server killed with SIGKILL restarts with
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from sqlalchemy import delete, select, update
@@ -20,10 +23,36 @@ from sqlalchemy.orm import Session
 
 from reconciler import numbers
 from reconciler.clock import Clock
+from reconciler.errors import NebulaError
 from reconciler.store import schema
 from reconciler.store.database import Database
 
+log = logging.getLogger("nebula.leases")
 SQLITE_WRITER = "server:sqlite"
+
+
+@contextmanager
+def renewing(renew: Callable[[], object], every: timedelta, name: str) -> Iterator[None]:
+    """``renew`` called every ``every`` from a thread of its own (``name``) until the block
+    ends: the work the leases guard is still running, however long it takes. A renewal that
+    fails is logged and tried again next round (the store may be back by then)."""
+    done = threading.Event()
+
+    def keep() -> None:
+        while not done.wait(every.total_seconds()):
+            try:
+                renew()
+            except Exception as exc:
+                reason = exc.message if isinstance(exc, NebulaError) else type(exc).__name__
+                log.warning("could not renew leases", extra={"reason": reason})
+
+    keeper = threading.Thread(target=keep, name=name, daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        done.set()
+        keeper.join()
 
 
 def claim(
