@@ -72,6 +72,12 @@ _REACHABLE = select(_C.id).where(_CONTROL_KEY)
 _GET = select(_C.kind, _C.body, _C.created_at).where(
     or_(_CONTROL_KEY, _key(bindparam("ns"), bindparam("kind"), bindparam("name")))
 )
+# The kinds a stage's call reads by name (``_get``): in a batch, a namespace's objects of these
+# kinds are read in one query, the first time a call of the batch reads one of them.
+BY_NAME = ("Deployment", "StatefulSet", "Job", "Service")
+_NAMESPACE_BY_NAME = select(_C.kind, _C.name, _C.body, _C.created_at).where(
+    or_(_CONTROL_KEY, and_(_C.namespace == bindparam("ns"), _C.kind.in_(BY_NAME)))
+)
 _IN_NAMESPACE = select(_C.kind, _C.name, _C.body).where(
     or_(_C.namespace == bindparam("ns"), _CONTROL_KEY)
 )
@@ -243,21 +249,33 @@ class SimulatedApi:
                 yield conn
 
     def _get(self, conn: Connection, namespace: str, kind: str, name: str) -> Found | None:
-        """The object, read in the query that checks the API is reachable; in a batch, read
-        once and seen as the batch's writes left it (``Gathered``)."""
+        """The object, read in the query that checks the API is reachable; in a batch, seen
+        as the batch's writes left it (``Gathered``), over what the store held when the batch
+        first read it: for the kinds ``BY_NAME``, the namespace's objects of those kinds are
+        read together the first time (a batch's calls read a few objects in each of a few
+        namespaces: a query per namespace, not one per object)."""
         key = (namespace, kind, name)
         batch = self._batch.get()
-        if batch is not None and batch.known(key):
-            return batch.over(key)
+        if batch is None:
+            return self._get_one(conn, key)
+        if kind in BY_NAME and not batch.known(key):
+            rows = conn.execute(_NAMESPACE_BY_NAME, {"ns": namespace}).all()
+            if any(row.kind == CONTROL for row in rows):
+                raise UnreachableError(UNREACHABLE)
+            found = {(namespace, r.kind, r.name): Found(r.kind, r.body, r.created_at) for r in rows}
+            batch.read_namespace(namespace, BY_NAME, found)
+        if not batch.known(key):
+            batch.read(key, self._get_one(conn, key))
+        return batch.over(key)
+
+    def _get_one(self, conn: Connection, key: Key) -> Found | None:
+        """The object at ``key``, read in the query that checks the API is reachable."""
+        namespace, kind, name = key
         rows = conn.execute(_GET, {"ns": namespace, "kind": kind, "name": name}).all()
         if any(row.kind == CONTROL for row in rows):
             raise UnreachableError(UNREACHABLE)
         row = next((row for row in rows if row.kind == kind), None)
-        found = Found(row.kind, row.body, row.created_at) if row is not None else None
-        if batch is None:
-            return found
-        batch.read(key, found)
-        return batch.over(key)
+        return Found(row.kind, row.body, row.created_at) if row is not None else None
 
     def _get_all(
         self, conn: Connection, keys: Iterable[tuple[str, str, str]]

@@ -97,21 +97,35 @@ class Gathered:
     """One batch's writes, joined by calls that may run on several threads at once, and what
     its calls read. Whether the API can be reached is read once a batch (a batch sees an
     outage that began before it, not one that begins while its calls are made), and so is
-    each object a call reads by its name (another replica's calls do not touch the objects
-    of the deployments this one holds: a stage that starts a workload and then reads its
-    rollout reads the store once). A deletion by label reads the namespace each time, seen
+    each object a call reads by its name: the first such read in a namespace reads all of
+    the namespace's objects of the kinds stages read (``read_namespace``), one query where a
+    batch's calls made one per object. (Another replica's calls do not touch the objects of
+    the deployments this one holds: a stage that starts a workload and then reads its
+    rollout reads the store once.) A deletion by label reads the namespace each time, seen
     through the batch's writes (``within``); drift checks (``live``) are not made in batches."""
 
     def __init__(self) -> None:
         self.writes = Writes()
         self.reachable = False  # (until a call of the batch reads that it is)
         self._read: dict[Key, Found | None] = {}
+        self._kinds: set[tuple[str, str]] = set()  # (namespace, kind): read whole
         self._lock = threading.Lock()
 
     def known(self, key: Key) -> bool:
         """Whether the batch has read ``key`` (and so the API as reachable)."""
         with self._lock:
-            return key in self._read
+            return key in self._read or (key[0], key[1]) in self._kinds
+
+    def read_namespace(
+        self, namespace: str, kinds: Iterable[str], stored: dict[Key, Found]
+    ) -> None:
+        """What the store holds of ``namespace``'s objects of ``kinds``: ``stored`` (an
+        object of those kinds absent from it does not exist)."""
+        with self._lock:
+            self.reachable = True
+            for key, found in stored.items():
+                self._read.setdefault(key, found)
+            self._kinds.update((namespace, kind) for kind in kinds)
 
     def read(self, key: Key, stored: Found | None) -> None:
         """What the store holds at ``key``, as a call of the batch read it."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
+from sqlalchemy import event
 
 from reconciler.clock import FakeClock
 from reconciler.engine import stepping
@@ -139,3 +140,35 @@ def test_an_object_deleted_and_applied_again_in_a_batch_is_created_anew(
     clock.advance(20)
     assert cluster.rollout(objects).ready == 2
     db.dispose()
+
+
+def test_a_batch_reads_a_namespace_once_however_many_of_its_objects_the_calls_read(
+    cluster: SimulatedCluster,
+) -> None:
+    """The objects its calls read by name, stored before the batch or written by it, are
+    what the same calls read one by one; in a batch, one query reads them for a namespace."""
+    units = ("api", "web", "jobs", "mail", "search")
+    releases = [release_objects("bat", 1, Service(image(u, "bat-1")), unit=u) for u in units]
+    for objects in releases[:3]:
+        cluster.start(objects)  # stored before the batch; the other two are not started
+    ns = releases[0].namespace
+    reads: list[str] = []
+    with cluster.db.reading() as session:
+        reader = session.get_bind()  # (on SQLite, reads have an engine of their own)
+    for engine in {cluster.db.engine, reader}:
+        event.listen(
+            engine, "before_cursor_execute",
+            lambda conn, cursor, sql, *_: reads.append(sql) if sql.startswith("SELECT") else None,
+        )  # fmt: skip
+
+    with cluster.batch():
+        rollouts = [cluster.rollout(objects) for objects in releases]
+        for objects in releases[:3]:
+            cluster.activate(objects)
+        selected = [cluster.selected_release(ns, unit) for unit in units]
+        assert len(reads) == 1, reads
+
+    assert [(r.started, r.ready) for r in rollouts] == [(True, 2)] * 3 + [(False, 0)] * 2
+    assert [r.message for r in rollouts[3:]] == ["not created yet"] * 2
+    assert selected == ["r-1"] * 3 + [None] * 2
+    assert [cluster.selected_release(ns, unit) for unit in units] == selected
