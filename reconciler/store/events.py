@@ -8,9 +8,13 @@ the row it is about and are never typed out at a call site.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
+from typing import cast
 
+from sqlalchemy import Table, insert
 from sqlalchemy.orm import Session
 
 from reconciler.core.states import AdminAction
@@ -76,8 +80,37 @@ def _record(
         event.changeset_id = subject.id
     elif isinstance(subject, schema.Approval):
         event.approval_id = subject.id
-    session.add(event)
+    held = session.info.get(_HELD)
+    if held is None:
+        session.add(event)
+    else:
+        held.append(event)
     return event
+
+
+_HELD = "nebula.events.held"
+_TABLE = cast(Table, schema.Event.__table__)
+_COLUMNS = tuple(c.key for c in _TABLE.columns if c.key != "id")
+
+
+@contextmanager
+def together(session: Session) -> Iterator[None]:
+    """The events of subjects recorded in the block (through ``_record``) inserted in one
+    statement as it ends, in the order they were recorded, still in the block's
+    transaction. A tick records a batch of a hundred steps at once: one INSERT with a row
+    per event costs a third of what the ORM's flush of as many new objects does (which
+    reads their ids back, and which nothing here needs). Nothing in the block may read the
+    events it records; a block that raises inserts none (its transaction is rolled back)."""
+    held: list[schema.Event] = []
+    session.info[_HELD] = held
+    try:
+        yield
+    finally:
+        del session.info[_HELD]
+    if held:
+        session.execute(  # (the table's, not the ORM's: one statement, whatever is NULL)
+            insert(_TABLE), [{c: getattr(e, c) for c in _COLUMNS} for e in held]
+        )
 
 
 def deployment(

@@ -18,6 +18,7 @@ from reconciler.context import Context
 from reconciler.store import schema
 from reconciler.store.database import Database
 from tests.plugins.slack import CHANNEL_ID, SLACK_TOKEN, Fault, SlackServer
+from tests.store.rows import project_and_environment
 
 FAILURE = {
     "deployment_id": 41,
@@ -49,17 +50,7 @@ def rows(ctx: Context) -> dict[str, schema.OutboxMessage]:
 def approval(ctx: Context, clock: FakeClock) -> int:
     """A pending approval, made straight in the store (its message lists no services)."""
     with ctx.db.transaction() as session:
-        project = schema.Project(
-            slug="shop", repo_url="/nowhere", branch="main", path="nebula.toml",
-            interval_seconds=60, clusters={}, created_at=clock.now(),
-        )  # fmt: skip
-        session.add(project)
-        session.flush()
-        env = schema.Environment(
-            project_id=project.id, name="production", protected=True, created_at=clock.now()
-        )
-        session.add(env)
-        session.flush()
+        project, env = project_and_environment(session, clock, protected=True)
         row = schema.Approval(
             project_id=project.id, environment_id=env.id, target="deployment", target_id=999,
             kind="deploy", state="pending", requested_by="alice", created_at=clock.now(),
