@@ -12,7 +12,7 @@ the transaction that records the batch locks its rows again in one query (``lock
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -219,11 +219,12 @@ class Locked:
     neighbours: tuple[object, ...]
 
 
-def locked(session: Session, ids: Iterable[int]) -> Locked:
+def locked(session: Session, ids: Iterable[int], neighbours: Collection[int] = ()) -> Locked:
     """The batch's deployments, row-locked in id order and read afresh, waiting for each lock:
     our leases keep other replicas' steps away, so what can hold one is a request (cancel,
-    supersede) that must be seen, not skipped. Their units and releases (and the units'
-    active releases) come in two more queries, so recording reads nothing row by row."""
+    supersede) that must be seen, not skipped. The units and releases (and the units'
+    active releases) of those in ``neighbours`` come in two more queries, so recording them
+    reads nothing row by row; the others' load if they are touched after all."""
     rows = session.scalars(
         select(D)
         .where(D.id.in_(list(ids)))
@@ -231,10 +232,15 @@ def locked(session: Session, ids: Iterable[int]) -> Locked:
         .with_for_update()
         .execution_options(populate_existing=True)
     ).all()
+    wanted_ids = set(neighbours)
+    rows_of = {d.id: d for d in rows}
+    if not wanted_ids:
+        return Locked(rows_of, ())
+    rows = [d for d in rows if d.id in wanted_ids]
     units = _units(session, {d.unit_id for d in rows})
     wanted = {d.release_id for d in rows} | {d.previous_release_id for d in rows}
     wanted |= {u.active_release_id for u in units}
-    return Locked({d.id: d for d in rows}, (*units, *_releases(session, wanted)))
+    return Locked(rows_of, (*units, *_releases(session, wanted)))
 
 
 def open_in(session: Session, environments: Iterable[int], also: Iterable[int]) -> Locked:

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session
 from reconciler.admin import secrets
 from reconciler.admin.secrets import Secrets
 from reconciler.context import Context
-from reconciler.core import messages
+from reconciler.core import messages, transitions
 from reconciler.core.deciding import Decision, Step
 from reconciler.core.states import Blocker, DeploymentState, ServiceStatus
 from reconciler.engine import (
@@ -53,7 +53,7 @@ from reconciler.engine.batching import IN_FLIGHT, Claimed
 from reconciler.engine.stages import Facts, Outcome
 from reconciler.errors import ConfigurationError, NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import Cluster
-from reconciler.store import leases, schema
+from reconciler.store import events, leases, schema
 from renderers.capabilities import Capabilities
 
 log = logging.getLogger("nebula.engine")
@@ -260,7 +260,8 @@ def _release(ctx: Context, ids: list[int], owner: str) -> None:
 
 def _record(ctx: Context, owner: str, steps: list[_Step]) -> int:
     with ctx.db.transaction() as session:
-        held = batching.locked(session, [s.claimed.id for s in steps])
+        ids = [s.claimed.id for s in steps]
+        held = batching.locked(session, ids, [s.claimed.id for s in steps if _reads_related(s)])
         rows = held.rows
         pending = [
             (s.claimed, rows[s.claimed.id])
@@ -269,15 +270,33 @@ def _record(ctx: Context, owner: str, steps: list[_Step]) -> int:
         ]
         environment = admitting.others(session, pending)
         moved = 0
-        for s in steps:
-            d = rows.get(s.claimed.id)
-            if d is None or d.lease_owner != owner:
-                continue  # taken over by another replica (ours had expired): theirs now
-            d.lease_owner, d.lease_expires_at = None, None
-            if d.state != s.claimed.state.value:
-                continue  # someone else moved it meanwhile (cancel, supersede): drop our step
-            moved += int(_record_one(ctx, session, s, d, environment))
+        with events.together(session):
+            for s in steps:
+                d = rows.get(s.claimed.id)
+                if d is None or d.lease_owner != owner:
+                    continue  # taken over by another replica (ours had expired): theirs now
+                d.lease_owner, d.lease_expires_at = None, None
+                if d.state != s.claimed.state.value:
+                    continue  # someone else moved it meanwhile (cancel, supersede): drop it
+                moved += int(_record_one(ctx, session, s, d, environment))
         return moved
+
+
+def _reads_related(s: _Step) -> bool:
+    """Whether recording the step reads its unit and releases: deciding a pending deployment,
+    recording a failure or a cleanup, ending (activating or abandoning a release). Moving a
+    stage on or noting a blocker reads the row alone. (A step misjudged here is recorded all
+    the same: what it reads loads when touched.)"""
+    c, result = s.claimed, s.result
+    if c.state is S.PENDING or c.state.is_final or s.failed is not None:
+        return True
+    if not isinstance(result, Outcome):
+        return True
+    decision = result.decision
+    if decision.step is not Step.MOVE or decision.trigger is None:
+        return False
+    after = transitions.TABLE.get((c.state, decision.trigger))
+    return after is None or after.is_final
 
 
 def _record_one(
