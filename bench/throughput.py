@@ -13,7 +13,8 @@ as the tests start it):
    (one unprotected environment) are registered and polled in-process, so their first deploys
    wait in ``pending`` exactly as a push leaves them. Then N worker processes start, each
    running the engine's tick loop (``reconciler.engine.ticking.tick``, what ``nebula serve``
-   runs, without the web server and the poll timers) with its own replica id on the simulated
+   runs, without the web server and the poll timers, once settled as it is:
+   ``bootstrap.settle``) with its own replica id on the simulated
    cluster with zero delay, until nothing is left to do. Every deployment walks pending ->
    admitted -> starting -> qualifying -> activating -> draining -> healthy: six transitions,
    each claimed with a lease (``FOR UPDATE SKIP LOCKED``), rendered, applied to the
@@ -150,6 +151,7 @@ def worker(url: str, replica: str, workdir: str, go: str, latency: str, workers:
     # The seed's state directory: every replica encrypts with the one key it made.
     settings = settings_for(url, Path(workdir) / "seed", replica, latency, int(workers))
     ctx = bootstrap.open_context(settings, git=False)
+    bootstrap.settle()  # as ``nebula serve`` does once started
     try:
         print("ready", flush=True)
         while not os.path.exists(go):

@@ -173,6 +173,7 @@ def serve(
         return 1
     app = create_app(ctx, scheduler=scheduler, metrics=metrics)
     server = _Server(config(app, host, port), scheduler)
+    bootstrap.settle()
     # uvicorn re-raises the signal it caught once it has shut down; with these handlers in
     # place that ends the process through our cleanup below rather than by the signal.
     previous = {sig: signal.signal(sig, _remember) for sig in (signal.SIGTERM, signal.SIGINT)}
