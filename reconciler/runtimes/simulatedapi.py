@@ -6,7 +6,7 @@ reached, a log of the calls that changed something, and each call's ``latency``
 A call reads at once and writes when it ends (``simulatedwrites``): on its own, in one
 transaction; inside ``batch()`` (a tick's batch of calls), with the batch's other writes in one
 transaction once they are all made. Statements run on bare connections (no ORM session), each
-built once at import: the check that the API is reachable is read in the query that reads the
+built once at import (``simulatedsql``): the check that the API is reachable is read in the query that reads the
 object a call looks at, and the objects written are upserted in one statement. A Secret's
 values are stored sealed with the server's key (``sealing``).
 """
@@ -22,105 +22,54 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    Connection,
-    Integer,
-    Text,
-    and_,
-    bindparam,
-    cast,
-    delete,
-    func,
-    insert,
-    literal,
-    or_,
-    select,
-)
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import Connection, delete, or_, select
 
 from reconciler.clock import Clock
 from reconciler.errors import UnreachableError
 from reconciler.runtimes import sealing
+from reconciler.runtimes import simulatedsql as sql
 from reconciler.runtimes.cluster import Manifest
+from reconciler.runtimes.simulatedsql import BY_NAME, CONTROL, LOG
 from reconciler.runtimes.simulatedwrites import Found, Gathered, Key, Listed, Put, Writes
-from reconciler.store import schema
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
-from reconciler.store.schema import UTCDateTime
 
-CONTROL = "simulation.nebula.dev/control"
-LOG = "simulation.nebula.dev/log"
 UNREACHABLE = "the simulated cluster's API cannot be reached"
-
-_OBJECTS = _C = schema.ClusterObject
-
-
-def _key(namespace: Any, kind: Any, name: Any) -> ColumnElement[bool]:
-    """One object, by the unique key its index is on."""
-    return and_(_C.namespace == namespace, _C.kind == kind, _C.name == name)
+_C = sql.OBJECTS
 
 
-# The statements of the calls a stage makes, built once: a statement object caches its
-# compiled form, so a call costs its round trips rather than building SQL each time.
-_CONTROL_KEY = _key("", CONTROL, "unreachable")
-_REACHABLE = select(_C.id).where(_CONTROL_KEY)
-_GET = select(_C.kind, _C.body, _C.created_at).where(
-    or_(_CONTROL_KEY, _key(bindparam("ns"), bindparam("kind"), bindparam("name")))
-)
-# The kinds a stage's call reads by name (``_get``): in a batch, a namespace's objects of these
-# kinds are read in one query, the first time a call of the batch reads one of them.
-BY_NAME = ("Deployment", "StatefulSet", "Job", "Service")
-_NAMESPACE_BY_NAME = select(_C.kind, _C.name, _C.body, _C.created_at).where(
-    or_(_CONTROL_KEY, and_(_C.namespace == bindparam("ns"), _C.kind.in_(BY_NAME)))
-)
-_IN_NAMESPACE = select(_C.kind, _C.name, _C.body).where(
-    or_(_C.namespace == bindparam("ns"), _CONTROL_KEY)
-)
-_DELETE_KEY = delete(_OBJECTS).where(_key(bindparam("ns"), bindparam("kind"), bindparam("name")))
-_SECRETS = select(_C.namespace, _C.kind, _C.name, _C.body).where(
-    _C.kind == "Secret", _C.name.in_(bindparam("names", expanding=True))
-)
+class _Readers:
+    """A batch's connections for reading on PostgreSQL: one per thread its calls run on,
+    opened by its first call there and kept until the batch ends (autocommit: each query
+    reads at once, as on a connection of its own). Checking a connection out of the pool for
+    each call had cost more than most calls' query, and most calls of a batch make none."""
 
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._open: dict[int, Connection] = {}
+        self._lock = threading.Lock()
 
-def _upsert(dialect: str) -> Any:
-    """Server-side apply of objects: each created, or updated when the body differs (an
-    identical apply changes nothing). Its RETURNING makes SQLAlchemy send the objects of an
-    executemany as one multi-row INSERT ("insertmanyvalues"), not a statement per object:
-    a third of the time for a batch's few hundred objects on PostgreSQL."""
-    statement = (sqlite_insert if dialect == "sqlite" else pg_insert)(_OBJECTS)
-    return statement.on_conflict_do_update(
-        index_elements=["namespace", "kind", "name"],
-        set_={"body": statement.excluded.body, "updated_at": statement.excluded.updated_at},
-        # (JSON has no equality on PostgreSQL: compared as the text it was written as)
-        where=cast(_C.body, Text) != cast(statement.excluded.body, Text),
-    ).returning(_C.id)
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        thread = threading.get_ident()
+        with self._lock:
+            conn = self._open.pop(thread, None)
+        if conn is None:
+            conn = self._db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            yield conn
+        except BaseException:
+            conn.close()  # (a query that failed may have left it unusable: the next opens anew)
+            raise
+        with self._lock:
+            self._open[thread] = conn
 
-
-def _log_entry(dialect: str) -> Any:
-    """Log an entry, numbered after the last one (an index lookup, not a count of the whole
-    log) in the statement that inserts it; the suffix keeps two replicas numbering at once
-    from colliding."""
-    last = func.coalesce(cast(func.substr(func.max(_C.name), 1, 9), Integer) + 1, 0)
-    if dialect == "sqlite":
-        number = func.printf("%09d", last)
-    else:
-        number = func.lpad(cast(last, Text), 9, "0")
-    now = bindparam("now", type_=UTCDateTime())
-    body = bindparam("body", type_=JSON())
-    numbered = select(
-        literal(""), literal(LOG), number + bindparam("suffix", type_=Text()), body, now, now
-    ).where(_C.namespace == "", _C.kind == LOG)
-    columns = ["namespace", "kind", "name", "body", "created_at", "updated_at"]
-    return insert(_OBJECTS).from_select(columns, numbered)
-
-
-_UPSERT = {dialect: _upsert(dialect) for dialect in ("sqlite", "postgresql")}
-_LOG_ENTRY = {dialect: _log_entry(dialect) for dialect in ("sqlite", "postgresql")}
+    def close(self) -> None:
+        with self._lock:
+            kept, self._open = list(self._open.values()), {}
+        for conn in kept:
+            conn.close()
 
 
 @dataclass
@@ -142,17 +91,22 @@ class SimulatedApi:
         self._turns: threading.Lock | None = threading.Lock() if db.is_sqlite else None
         # The batch the calls of this context belong to (``batch``); none outside one.
         self._batch: ContextVar[Gathered | None] = ContextVar(f"batch-{id(self)}", default=None)
+        self._readers: ContextVar[_Readers | None] = ContextVar(f"readers-{id(self)}", default=None)
 
     @contextmanager
     def batch(self) -> Iterator[None]:
         """A batch of calls: their writes are stored together when it ends (not when it
         raises: then they are dropped, as if the process had died before they were made)."""
         batch = Gathered()
-        token = self._batch.set(batch)
+        readers = None if self.db.is_sqlite else _Readers(self.db)
+        token, reading = self._batch.set(batch), self._readers.set(readers)
         try:
             yield
         finally:
             self._batch.reset(token)
+            self._readers.reset(reading)
+            if readers is not None:
+                readers.close()
         if batch.writes:
             with self._transaction(wait=False) as conn:
                 self._write(conn, batch.writes)
@@ -164,7 +118,7 @@ class SimulatedApi:
         with self.db.transaction() as session:
             conn = session.connection()
             if reachable:
-                conn.execute(delete(_OBJECTS).where(_CONTROL_KEY))
+                conn.execute(delete(sql.OBJECTS).where(sql.CONTROL_KEY))
             else:
                 self._put_all(conn, [(("", CONTROL, "unreachable"), Put({}, self.clock.now()))])
 
@@ -202,7 +156,9 @@ class SimulatedApi:
         """Delete a live object behind Nebula's back; False when there was none."""
         with self._transaction() as conn:
             self._reachable(conn)
-            return conn.execute(delete(_OBJECTS).where(_key(namespace, kind, name))).rowcount > 0
+            return (
+                conn.execute(delete(sql.OBJECTS).where(sql.key(namespace, kind, name))).rowcount > 0
+            )
 
     # -- storage ----------------------------------------------------------------------------
 
@@ -238,10 +194,15 @@ class SimulatedApi:
     @contextmanager
     def _look(self) -> Iterator[Connection]:
         """One call to the API that only reads: its latency, then its query, with no
-        transaction of its own on PostgreSQL (one round trip), a snapshot on SQLite (which
-        does not queue behind the writer)."""
+        transaction of its own on PostgreSQL (one round trip; in a batch, on the connection
+        its thread keeps for the batch: ``_Readers``), a snapshot on SQLite (which does not
+        queue behind the writer)."""
         self._wait()
-        if self.db.is_sqlite:
+        readers = self._readers.get()
+        if readers is not None:
+            with readers.connection() as conn:
+                yield conn
+        elif self.db.is_sqlite:
             with self.db.reading() as session:
                 yield session.connection()
         else:
@@ -259,7 +220,7 @@ class SimulatedApi:
         if batch is None:
             return self._get_one(conn, key)
         if kind in BY_NAME and not batch.known(key):
-            rows = conn.execute(_NAMESPACE_BY_NAME, {"ns": namespace}).all()
+            rows = conn.execute(sql.NAMESPACE_BY_NAME, {"ns": namespace}).all()
             if any(row.kind == CONTROL for row in rows):
                 raise UnreachableError(UNREACHABLE)
             found = {(namespace, r.kind, r.name): Found(r.kind, r.body, r.created_at) for r in rows}
@@ -271,7 +232,7 @@ class SimulatedApi:
     def _get_one(self, conn: Connection, key: Key) -> Found | None:
         """The object at ``key``, read in the query that checks the API is reachable."""
         namespace, kind, name = key
-        rows = conn.execute(_GET, {"ns": namespace, "kind": kind, "name": name}).all()
+        rows = conn.execute(sql.GET, {"ns": namespace, "kind": kind, "name": name}).all()
         if any(row.kind == CONTROL for row in rows):
             raise UnreachableError(UNREACHABLE)
         row = next((row for row in rows if row.kind == kind), None)
@@ -284,7 +245,7 @@ class SimulatedApi:
         the query that checks the API is reachable."""
         rows = conn.execute(
             select(_C.namespace, _C.kind, _C.name, _C.body).where(
-                or_(_CONTROL_KEY, *(_key(*key) for key in keys))
+                or_(sql.CONTROL_KEY, *(sql.key(*key) for key in keys))
             )
         ).all()
         if any(row.kind == CONTROL for row in rows):
@@ -296,7 +257,7 @@ class SimulatedApi:
         batch = self._batch.get()
         if batch is not None and batch.reachable:
             return
-        if conn.scalar(_REACHABLE) is not None:
+        if conn.scalar(sql.REACHABLE) is not None:
             raise UnreachableError(UNREACHABLE)
         if batch is not None:
             batch.reachable = True
@@ -305,14 +266,14 @@ class SimulatedApi:
         """What calls wrote: deletions, then applies (``_put_all``), then the log entries."""
         if writes.deleted:
             conn.execute(
-                _DELETE_KEY,
+                sql.DELETE_KEY,
                 [{"ns": ns, "kind": kind, "name": name} for ns, kind, name in writes.deleted],
             )
         self._put_all(conn, writes.applied)
         if writes.log:
             now = self.clock.now()
             conn.execute(
-                _LOG_ENTRY[conn.dialect.name],
+                sql.LOG_ENTRY[conn.dialect.name],
                 [{"suffix": f"-{uuid.uuid4().hex[:8]}", "body": {"entry": entry}, "now": now}
                  for entry in writes.log],
             )  # fmt: skip
@@ -325,7 +286,7 @@ class SimulatedApi:
         if not unique:
             return
         conn.execute(
-            _UPSERT[conn.dialect.name],
+            sql.UPSERT[conn.dialect.name],
             [
                 {"namespace": ns, "kind": kind, "name": name, "body": put.body,
                  "created_at": put.at, "updated_at": put.at}
@@ -343,7 +304,7 @@ class SimulatedApi:
         stored = {
             (ns, kind, name): sealing.unseal(self.vault, body)
             for ns, kind, name, body in conn.execute(
-                _SECRETS, {"names": sorted({key[2] for key in secrets})}
+                sql.SECRETS, {"names": sorted({key[2] for key in secrets})}
             )
         }
         return {
@@ -360,7 +321,7 @@ class SimulatedApi:
     def _delete_where(self, call: _Call, namespace: str, labels: dict[str, str]) -> list[str]:
         """Delete the namespace's objects with ``labels``, read in the query that checks the
         API is reachable; their ``Kind/name``."""
-        read = call.conn.execute(_IN_NAMESPACE, {"ns": namespace}).all()
+        read = call.conn.execute(sql.IN_NAMESPACE, {"ns": namespace}).all()
         if any(row.kind == CONTROL for row in read):
             raise UnreachableError(UNREACHABLE)
         rows = [Listed(row.kind, row.name, row.body) for row in read]

@@ -22,9 +22,15 @@ from reconciler.store.database import Database
 from tests.runtimes.releases import Service, image, release_objects
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[SimulatedCluster]:
-    db = Database(f"sqlite:///{tmp_path / 'nebula.db'}")
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimulatedCluster]:
+    """On both stores: a batch's reads take different paths on each (on PostgreSQL, on a
+    connection each thread keeps for the batch)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'nebula.db'}"
+    else:
+        url = request.getfixturevalue("fresh_postgres_url")
+    db = Database(url)
     cluster = SimulatedCluster(db, FakeClock(), timedelta(0), {}, Vault(Fernet.generate_key()))
     yield cluster
     db.dispose()
@@ -98,6 +104,7 @@ def test_calls_made_on_the_pool_of_workers_join_the_batch(cluster: SimulatedClus
         assert cluster.log() == []
 
     assert results == [None] * 5
+    assert cluster.db.engine.pool.checkedout() == 0, "the batch's connections are returned"  # type: ignore[attr-defined]
     ns = releases[0].namespace
     assert _names(cluster, ns, "Deployment") == {f"{o.unit}-r1" for o in releases}
     assert sorted(cluster.log()) == sorted(f"start {ns}/{o.unit} r-1" for o in releases)
