@@ -11,7 +11,8 @@ Files are read as blobs of the commit's tree; nothing is ever checked out.
 Threads: libgit2 releases the GIL while it waits on the network, so remotes are asked from a
 small pool. Each thread has its own probe ``Repository`` (libgit2 objects are not shared
 across threads), fetches into one cache repository are serialized by a per-URL lock, and
-reads open their own ``Repository``.
+reads open their own ``Repository``; pygit2's C types are built before any thread shares them
+(``cffitypes``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from reconciler.errors import (
     PermanentError,
     TransientError,
 )
-from reconciler.gitsource import failures, urls
+from reconciler.gitsource import cffitypes, failures, urls
 from reconciler.gitsource.credentials import NO_CREDENTIALS, GitCredentials, OneShotCallbacks
 from reconciler.gitsource.results import CommitInfo, FileEntry, GitCounters, HeadResult, Target
 
@@ -65,6 +66,7 @@ class GitCache:
         must not hold a poll forever, and a short connect timeout keeps an unreachable host
         from delaying every other project.
         """
+        cffitypes.realize()  # before any of the pool's threads uses pygit2
         self.root = Path(root)
         self._credentials = credentials
         self._concurrency = max(1, concurrency)
