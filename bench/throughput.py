@@ -221,7 +221,9 @@ def run_nebula(
         go.touch()
         for process in processes:
             assert process.stdout is not None
-            process.stdout.readline()  # "moved N": done (or nothing, when it failed)
+            for line in process.stdout:  # until "moved N": done (or the end: it failed)
+                if line.startswith("moved "):
+                    break
         seconds = time.perf_counter() - started
         for process in processes:
             if process.wait() != 0:

@@ -8,9 +8,10 @@ and scalars; for those ``Loader`` walks the nodes once, directly, and builds the
 (each scalar through the safe constructor of its resolved tag, an anchor's node once): about
 40% less time a document.
 
-Anything else (a merge key, an explicitly tagged mapping or sequence such as ``!!set``, a tag
-the safe loader does not know) sends the whole document through PyYAML's own constructor,
-so the values, and the errors, are the safe loader's.
+Anything else (a merge key, an explicitly tagged mapping or sequence such as ``!!set``, a
+scalar tagged as a collection, a tag the safe loader does not know, nesting deeper than
+Python's recursion limit) sends the whole document through PyYAML's own constructor, so the
+values, and the errors, are the safe loader's.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 _VALUE = "tag:yaml.org,2002:value"
+# The scalar tags built here, each by its safe constructor (which returns the value; those
+# of the collection tags are generators, and refuse a scalar: PyYAML's constructor says so).
+_SCALARS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "binary", "timestamp")
+)
 
 
 class _NotPlain(Exception):
@@ -42,17 +48,16 @@ class Loader(_Base):  # type: ignore[misc]
     def construct_document(self, node: Node) -> Any:
         try:
             return self._plain(node, {})
-        except _NotPlain:
+        except (_NotPlain, RecursionError):  # (PyYAML's builds a deep document without recursing)
             return super().construct_document(node)
 
     def _plain(self, node: Node, built: dict[int, Any]) -> Any:
         if node.__class__ is ScalarNode:
             if node.tag == _STR:
                 return node.value
-            construct = self.yaml_constructors.get(node.tag)
-            if construct is None or node.tag == _VALUE:
+            if node.tag not in _SCALARS:
                 raise _NotPlain
-            return construct(self, node)
+            return self.yaml_constructors[node.tag](self, node)
         if id(node) in built:  # an alias: the anchored node's value, as PyYAML shares it
             return built[id(node)]
         if node.__class__ is SequenceNode and node.tag == _SEQ:

@@ -39,11 +39,19 @@ UNREACHABLE = "the simulated cluster's API cannot be reached"
 _C = sql.OBJECTS
 
 
+# How many idle connections a batch keeps for its calls' reads: the tick's own thread, where
+# calls that return at once are made, and one more. Keeping one for every thread of the pool
+# would hold NEBULA_WORKERS of the store's connections while calls wait on a slow API, away
+# from the lease keeper and the other jobs.
+_READERS_KEPT = 2
+
+
 class _Readers:
-    """A batch's connections for reading on PostgreSQL: one per thread its calls run on,
-    opened by its first call there and kept until the batch ends (autocommit: each query
-    reads at once, as on a connection of its own). Checking a connection out of the pool for
-    each call had cost more than most calls' query, and most calls of a batch make none."""
+    """A batch's connections for reading on PostgreSQL: one per thread its calls run on
+    (up to ``_READERS_KEPT``), opened by its first call there and kept until the batch ends
+    (autocommit: each query reads at once, as on a connection of its own). Checking a
+    connection out of the pool for each call had cost more than most calls' query, and most
+    calls of a batch make none."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -63,7 +71,11 @@ class _Readers:
             conn.close()  # (a query that failed may have left it unusable: the next opens anew)
             raise
         with self._lock:
-            self._open[thread] = conn
+            keep = thread not in self._open and len(self._open) < _READERS_KEPT
+            if keep:
+                self._open[thread] = conn
+        if not keep:  # (a call within a call, or more threads than are worth keeping one for)
+            conn.close()
 
     def close(self) -> None:
         with self._lock:

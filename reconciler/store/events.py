@@ -101,6 +101,9 @@ def together(session: Session) -> Iterator[None]:
     per event costs a third of what the ORM's flush of as many new objects does (which
     reads their ids back, and which nothing here needs). Nothing in the block may read the
     events it records; a block that raises inserts none (its transaction is rolled back)."""
+    if _HELD in session.info:  # within another such block: its events join that one's
+        yield
+        return
     held: list[schema.Event] = []
     session.info[_HELD] = held
     try:

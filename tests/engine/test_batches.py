@@ -188,3 +188,20 @@ def test_a_call_that_breaks_is_raised_once_the_rest_of_its_batch_is_recorded(
     # Its lease was given back with the batch: another replica may take it at once.
     assert ticking.claim(nebula.ctx, int(by_unit["api1"]["id"]), "other-replica:1")
     assert state_of(nebula, by_unit["api1"]["id"]) == "admitted"
+
+
+def test_a_step_whose_recording_was_judged_to_read_no_neighbours_is_recorded_all_the_same(
+    nebula: Nebula, git_repos: GitRepoFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-read under lock loads units and releases only for the steps that read them
+    (``_reads_related``); one judged wrong loads what it touches (admitting it, activating
+    its release) and ends as it would have."""
+    _register(nebula, git_repos, {"shop": 3})
+    monkeypatch.setattr(ticking, "_reads_related", lambda step: False)
+    for _ in WITHOUT_RELEASE[1:]:
+        ticking.tick(nebula.ctx)
+    assert _states(nebula, "shop") == {"healthy"}
+    services = nebula.status()["environments"][0]["services"]
+    assert sorted((u["name"], u["active_release"]) for u in services) == [
+        (f"api{n}", "r-1") for n in range(3)
+    ]

@@ -46,6 +46,10 @@ def test_every_rendered_object_of_the_sample_project_loads_as_the_safe_loader_lo
         "? [a, b]\n: 1\n",  # an unhashable key
         "x: !custom 1\n",  # a tag the safe loader does not know
         "= : 1\n",  # the value key
+        "a: !!map foo\n",  # a scalar tagged as a collection
+        "s: !!seq x\n",
+        "p: !!pairs x\n",
+        "!!set x\n",
         "",
         "- 1\n- [2, [3, {four: 4}]]\n",
     ],
@@ -90,3 +94,18 @@ _documents = st.recursive(
 def test_any_dumped_document_loads_as_the_safe_loader_loads_it(document: Any, flow: bool) -> None:
     text = yaml.safe_dump(document, default_flow_style=flow)
     assert _ours(text) == _safe(text)
+
+
+def test_a_document_nested_deeper_than_the_recursion_limit_loads_as_with_the_safe_loader() -> None:
+    """(Compared a level at a time: comparing them whole would recurse as deep.)"""
+    sequences = "[" * 2000 + "]" * 2000
+    mappings = "".join(f"{'  ' * n}k{n}:\n" for n in range(1200)) + "  " * 1200 + "v\n"
+    for loaded in (_ours(sequences), _safe(sequences)):
+        depth = 0
+        while loaded:
+            loaded, depth = loaded[0], depth + 1
+        assert (loaded, depth) == ([], 1999)
+    for loaded in (_ours(mappings), _safe(mappings)):
+        for n in range(1200):
+            loaded = loaded[f"k{n}"]
+        assert loaded == "v"

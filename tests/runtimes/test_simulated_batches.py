@@ -179,3 +179,35 @@ def test_a_batch_reads_a_namespace_once_however_many_of_its_objects_the_calls_re
     assert [r.message for r in rollouts[3:]] == ["not created yet"] * 2
     assert selected == ["r-1"] * 3 + [None] * 2
     assert [cluster.selected_release(ns, unit) for unit in units] == selected
+
+
+@pytest.mark.postgres
+def test_a_batch_keeps_few_idle_connections_however_many_threads_its_calls_use(
+    fresh_postgres_url: str, tmp_path: Path
+) -> None:
+    """Calls on eight threads of the pool at once (a slow API) hold eight connections while
+    they run, as one by one; between calls the batch keeps two, not eight, away from the
+    lease keeper and the other jobs."""
+    db = Database(fresh_postgres_url)
+    clock = FakeClock()
+    cluster = SimulatedCluster(
+        db, clock, timedelta(0), {}, Vault(Fernet.generate_key()), timedelta(milliseconds=50)
+    )
+    releases = [
+        release_objects("bat", 1, Service(image(f"s{n}", "bat-1")), unit=f"s{n}") for n in range(8)
+    ]
+    in_use: list[int] = []
+
+    def rollout(objects: object) -> object:
+        result = cluster.rollout(objects)  # type: ignore[arg-type]
+        in_use.append(db.engine.pool.checkedout())  # type: ignore[attr-defined]
+        return result
+
+    try:
+        with cluster.batch():
+            stepping.run(8, [partial(rollout, objects) for objects in releases])
+            assert db.engine.pool.checkedout() <= 2  # type: ignore[attr-defined]
+        assert max(in_use) >= 2, "the calls ran side by side"
+        assert db.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    finally:
+        db.dispose()

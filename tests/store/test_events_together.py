@@ -17,10 +17,18 @@ from reconciler.store.database import Database
 from reconciler.store.events import EventKind
 from tests.store import rows
 
+STORES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    db = Database(f"sqlite:///{tmp_path / 'nebula.db'}")
+
+def _url(request: pytest.FixtureRequest, path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{path}"
+    return str(request.getfixturevalue("fresh_postgres_url"))
+
+
+@pytest.fixture(params=STORES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    db = Database(_url(request, tmp_path / "nebula.db"))
     yield db
     db.dispose()
 
@@ -53,31 +61,47 @@ def _record(db: Database, clock: FakeClock, ids: tuple[int, int], together: bool
             events.project_blocker(session, clock.now(), project, "cleared")
 
 
-def test_events_recorded_together_are_the_events_recorded_one_by_one(tmp_path: Path) -> None:
-    clock = FakeClock()
-    timelines, statements = [], []
-    for together in (False, True):
-        db = Database(f"sqlite:///{tmp_path / f'{together}.db'}")
-        ids = _project(db, clock)
-        inserts: list[str] = []
-        event.listen(
-            db.engine, "before_cursor_execute",
-            lambda conn, cursor, sql, *_, seen=inserts: seen.append(sql)
-            if sql.startswith("INSERT INTO events") else None,
-        )  # fmt: skip
-        _record(db, clock, ids, together)
-        timelines.append(_timeline(db))
-        statements.append(len(inserts))
-        db.dispose()
+def _inserts(db: Database) -> list[str]:
+    seen: list[str] = []
+    event.listen(
+        db.engine, "before_cursor_execute",
+        lambda conn, cursor, sql, *_: seen.append(sql)
+        if sql.startswith("INSERT INTO events") else None,
+    )  # fmt: skip
+    return seen
 
-    assert timelines[0] == timelines[1]
-    assert [row[:4] for row in timelines[1]] == [
+
+def test_events_recorded_together_are_the_events_recorded_one_by_one(db: Database) -> None:
+    clock = FakeClock()
+    ids = _project(db, clock)
+    _record(db, clock, ids, together=False)
+    alone = _timeline(db)
+    inserts = _inserts(db)
+    _record(db, clock, ids, together=True)
+
+    assert _timeline(db) == alone + alone
+    assert [row[:4] for row in alone] == [
         (EventKind.PROJECT_BLOCKER, 1, None, "configuration"),
         (EventKind.SUSPEND, 1, 1, "suspended"),
         (EventKind.PROJECT_BLOCKER, 1, None, None),
     ]
-    assert timelines[1][1][5:] == ("alice", "suspend", "shop/production")
-    assert statements == [3, 1]
+    assert alone[1][5:] == ("alice", "suspend", "shop/production")
+    assert len(inserts) == 1
+
+
+def test_a_block_within_another_adds_its_events_to_the_outer_one(db: Database) -> None:
+    clock = FakeClock()
+    ids = _project(db, clock)
+    inserts = _inserts(db)
+    with db.transaction() as session:
+        project = session.get_one(schema.Project, ids[0])
+        with events.together(session):
+            events.project_blocker(session, clock.now(), project, "first")
+            with events.together(session):
+                events.project_blocker(session, clock.now(), project, "second")
+            events.project_blocker(session, clock.now(), project, "third")
+    assert [row[4] for row in _timeline(db)] == ["first", "second", "third"]
+    assert len(inserts) == 1
 
 
 def test_events_recorded_together_in_a_block_that_raises_are_not_stored(db: Database) -> None:
