@@ -19,10 +19,9 @@ as the tests start it):
    admitted -> starting -> qualifying -> activating -> draining -> healthy: six transitions,
    each claimed with a lease (``FOR UPDATE SKIP LOCKED``), rendered, applied to the
    simulated cluster (rows in the same database) and recorded with its event.
-   Rate = transitions recorded / seconds from "go" until the last worker reports that it is
-   done (not until its process has exited: a Python process holding what a run leaves takes
-   about 0.25 s to shut down, which is no work of the engine's, as pgbench's own rate leaves
-   out its start and exit).
+   Rate = transitions recorded / seconds from "go" until the last worker says it is done
+   (not until its process exits: shutting Python down is no work of the engine's, and
+   pgbench's rate leaves out its own start and exit).
 2. **pgbench** (``/usr/lib/postgresql/*/bin/pgbench``) at ``-c N -j N -M prepared`` with a
    custom script doing, per transaction, the bare database work of a transition: claim the
    lowest unfinished deployment row ``FOR UPDATE SKIP LOCKED``, move its state one step
@@ -221,9 +220,7 @@ def run_nebula(
         go.touch()
         for process in processes:
             assert process.stdout is not None
-            for line in process.stdout:  # until "moved N": done (or the end: it failed)
-                if line.startswith("moved "):
-                    break
+            next((x for x in process.stdout if x.startswith("moved ")), None)  # (None: it failed)
         seconds = time.perf_counter() - started
         for process in processes:
             if process.wait() != 0:

@@ -79,14 +79,15 @@ _scalars = st.one_of(
     st.text(max_size=20),
     st.dates(),
 )
-_documents = st.recursive(
-    _scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.text(max_size=8) | st.integers(), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(
+        st.text(max_size=8) | st.integers(), inner, max_size=4
+    )
+
+
+_documents = st.recursive(_scalars, _nested, max_leaves=20)
 
 
 @settings(max_examples=200, deadline=None)
