@@ -7,9 +7,10 @@ one; but building may run Python code (a collection, a finalizer) and so let ano
 in. When two of the cache's threads first use one type at once, the process aborts:
 ``realize_c_type.c: realize_c_type_or_func_lock_held: Assertion ... failed`` (seen in
 ``bench/throughput.py``, whose seed polls twenty repositories at once; whether builds with a
-GIL are meant to be safe here is asked upstream in python-cffi/cffi#271). Realizing every type first, in one
-thread, leaves nothing for two threads to build: each function of the library (its
-signature's types), each named type, and each struct's fields. It takes about a millisecond.
+GIL are meant to be safe here is asked upstream in python-cffi/cffi#271). Realizing every
+type first, in one thread, leaves nothing for two threads to build: each function of the
+library (its signature's types), each named type, and each struct's fields. It takes about
+a millisecond.
 """
 
 from __future__ import annotations

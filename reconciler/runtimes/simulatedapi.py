@@ -6,9 +6,9 @@ reached, a log of the calls that changed something, and each call's ``latency``
 A call reads at once and writes when it ends (``simulatedwrites``): on its own, in one
 transaction; inside ``batch()`` (a tick's batch of calls), with the batch's other writes in one
 transaction once they are all made. Statements run on bare connections (no ORM session), each
-built once at import (``simulatedsql``): the check that the API is reachable is read in the query that reads the
-object a call looks at, and the objects written are upserted in one statement. A Secret's
-values are stored sealed with the server's key (``sealing``).
+built once at import (``simulatedsql``): the check that the API is reachable is read in the
+query that reads the object a call looks at, and the objects written are upserted in one
+statement. A Secret's values are stored sealed with the server's key (``sealing``).
 """
 
 from __future__ import annotations
