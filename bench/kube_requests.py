@@ -39,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reconciler import bootstrap, reconciling
-from reconciler.cli import common
+from reconciler.cli import local
 from reconciler.clock import SystemClock
 from reconciler.runtimes.registry import Clusters
 from reconciler.settings import Settings
@@ -92,7 +92,7 @@ class Bench:
         self._projects = 0
 
     def close(self) -> None:
-        common.reset()
+        local.reset()
         self.ctx.clusters.close()
         self.ctx.db.dispose()
         if self.ctx.git is not None:

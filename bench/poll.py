@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pygit2
 
-from reconciler.gitsource import GitCache
+from reconciler.gitsource.cache import GitCache
 from tests.plugins.git import GitDaemon, GitRepo, free_port, wait_for_port
 
 BRANCH = "main"

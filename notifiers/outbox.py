@@ -21,6 +21,7 @@ called, so a Slack outage delays notices, never a deployment.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
@@ -29,7 +30,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from notifiers import delivering, slack
+from notifiers import delivering
 from notifiers.notifying import Notifier
 from reconciler.clock import Clock
 from reconciler.errors import (
@@ -39,10 +40,13 @@ from reconciler.errors import (
     TransientError,
     UnansweredError,
 )
+from reconciler.lazy import Part
 from reconciler.settings import Settings
 from reconciler.store import schema
 from reconciler.store.database import Database
 
+# The Slack client (slack_sdk) is loaded when something is delivered, not with the outbox.
+SLACK = Part("notifiers.slack", "from_settings")
 log = logging.getLogger("nebula.outbox")
 CLAIM = timedelta(seconds=60)
 FIRST_RETRY = 5.0  # seconds; doubles per attempt
@@ -104,7 +108,8 @@ def deliver_due(
     stay recorded and undelivered, and go out once a token is configured.
     """
     if notifier is None:
-        notifier = slack.from_settings(ctx.settings)
+        made: Callable[[Settings], Notifier | None] = SLACK.get()
+        notifier = made(ctx.settings)
         if notifier is None:
             return 0
     query = select(Row.id).where(Row.delivered_at.is_(None), Row.next_attempt_at <= ctx.clock.now())

@@ -22,9 +22,6 @@ know each other (enforced by import-linter, see ``[tool.importlinter]`` in pypro
   transition tables and decisions, manifests. No I/O, no clock, no session.
 """
 
-from importlib import metadata
-
-try:
-    __version__ = metadata.version("nebula-reconciler")
-except metadata.PackageNotFoundError:  # run from a checkout that was never installed
-    __version__ = "0.0.0+unknown"
+# The one place the version is written: pyproject.toml reads it from here (``dynamic``), so
+# ``nebula --version`` needs no package metadata (importlib.metadata costs a fifth of a start).
+__version__ = "0.1.0"

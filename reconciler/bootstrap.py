@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import gc
 import logging
-from pathlib import Path
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from reconciler.admin import projects
 from reconciler.clock import Clock, SystemClock
 from reconciler.context import Context
-from reconciler.gitsource.cache import GitCache
-from reconciler.gitsource.credentials import GitCredentials, SshKey
+from reconciler.lazy import Part
 from reconciler.runtimes.registry import Clusters
 from reconciler.settings import Settings
 from reconciler.store.crypto import open_vault
 from reconciler.store.database import Database
+
+if TYPE_CHECKING:
+    from reconciler.gitsource.cache import GitCache
+
+# Only a process that polls opens the git cache (pygit2, libgit2): loaded then.
+GIT_CACHE = Part("reconciler.gitsource.opening", "open_cache")
 
 
 def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = True) -> Context:
@@ -28,17 +34,8 @@ def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = 
         )
     cache = None
     if git:
-        cache = GitCache(
-            settings.resolved_git_cache_dir,
-            credentials=GitCredentials.parse(
-                settings.git_credentials,
-                ssh_key=SshKey(
-                    Path(settings.git_ssh_key), passphrase=settings.git_ssh_key_passphrase
-                )
-                if settings.git_ssh_key
-                else None,
-            ),
-        )
+        open_cache: Callable[[Settings], GitCache] = GIT_CACHE.get()
+        cache = open_cache(settings)
     clock = clock or SystemClock()
     return Context(
         db=db,

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from reconciler.clock import Clock
-from reconciler.gitsource.cache import GitCache
 from reconciler.runtimes.cluster import Cluster
 from reconciler.runtimes.registry import Clusters
 from reconciler.settings import Settings
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
+
+if TYPE_CHECKING:
+    from reconciler.gitsource.cache import GitCache
 
 
 @dataclass

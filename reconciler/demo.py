@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -30,9 +31,16 @@ import uvicorn
 from sqlalchemy import func, select
 
 from reconciler import bootstrap, reconciling, views
-from reconciler.admin import members, projects
+from reconciler.admin import members, principals, projects
 from reconciler.context import Context
-from reconciler.core.states import ApprovalState, ChangeSetState, DecisionChannel, GateState
+from reconciler.core import lines
+from reconciler.core.states import (
+    ApprovalState,
+    ChangeSetState,
+    DecisionChannel,
+    GateState,
+    Role,
+)
 from reconciler.engine import drifting
 from reconciler.requests import approvals, changesets, deciding
 from reconciler.runtimes import tampering
@@ -152,14 +160,15 @@ class Demo:
             for line in changeset.lines:
                 self.say(
                     f"     {line.service:<7} {line.field:<28} "
-                    f"{views.shown_value(line.before)} -> {views.shown_value(line.after)}"
+                    f"{lines.shown_value(line.before)} -> {lines.shown_value(line.after)}"
                 )
             return approval.id
 
     def approve(self, approval_id: int, who: str) -> None:
         with self.ctx.db.transaction() as session:
+            decider = principals.by_name(session, who, local=True)
             deciding.decide(
-                session, self.ctx, approval_id, who, approve=True, via=DecisionChannel.CLI
+                session, self.ctx, approval_id, decider, approve=True, via=DecisionChannel.CLI
             )
         self.say(f"   {who} approved approval {approval_id}")
 
@@ -239,8 +248,8 @@ class Demo:
             self.page = StatusPage(self.ctx, port).start()
             self.say(f"   status page: {self.page.url}/projects/{PROJECT} (while the demo runs)")
         with self.ctx.db.transaction() as session:
-            members.add(session, self.ctx.clock, "alice", "owner")
-            members.add(session, self.ctx.clock, "bob", "admin")
+            members.add(session, self.ctx.clock, "alice", Role.OWNER)
+            members.add(session, self.ctx.clock, "bob", Role.ADMIN)
             projects.add(session, self.ctx.clock, PROJECT, str(self.repo_path))
         self.say("   members: alice (owner), bob (admin); project webapp registered")
 
@@ -312,6 +321,12 @@ class StatusPage:
         self.thread.join(timeout=10)
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def main(
     delay: timedelta,
     keep: Path | None,
@@ -320,6 +335,9 @@ def main(
     port: int | None = None,
     stay: bool = False,
 ) -> int:
+    """``port``: the status page's (0: a free one; None: no page)."""
+    if port == 0:
+        port = free_port()
     workdir = keep or Path(tempfile.mkdtemp(prefix="nebula-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     demo = Demo(workdir, delay, out)

@@ -8,14 +8,34 @@ from datetime import timedelta
 from reconciler.errors import ConfigurationError
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+# The longest duration Nebula takes anywhere (a setting, nebula.toml, an option): what it
+# adds one to (a poll's time, a token's creation) then stays a date.
+LONGEST = timedelta(days=3650)
 _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")  # ASCII digits: \d takes ٣ too
 
 
-def parse_duration(text: str, *, setting: str = "duration") -> timedelta:
-    """``'1h30m'`` -> 5400 s. A bare number means seconds, as in ``--interval 60``."""
+def parse_duration(
+    text: str, *, setting: str = "duration", longest: timedelta | None = LONGEST
+) -> timedelta:
+    """``'1h30m'`` -> 5400 s. A bare number means seconds, as in ``--interval 60``.
+    ``longest=None``: no limit, for a stretch back in time (``--since``), where "further
+    back than anything" means everything (``OverflowError`` past what a timedelta holds)."""
+    seconds = _seconds(text, setting)
+    if longest is None:
+        return timedelta(seconds=seconds)
+    if seconds > longest.total_seconds():
+        raise ConfigurationError(
+            f"{setting}: {text.strip()[:40]!r} is longer than 10 years, the longest duration "
+            "Nebula takes",
+            hint="give a shorter one, e.g. 30d",
+        )
+    return timedelta(seconds=seconds)
+
+
+def _seconds(text: str, setting: str) -> float:
     raw = text.strip()
     if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", raw):
-        return timedelta(seconds=float(raw))
+        return float(raw)
     pos, total = 0, 0.0
     for match in _PART.finditer(raw):
         if match.start() != pos:
@@ -27,7 +47,7 @@ def parse_duration(text: str, *, setting: str = "duration") -> timedelta:
             f"{setting}: {text!r} is not a duration",
             hint="write it as a number and a unit, e.g. 90s, 5m, 24h",
         )
-    return timedelta(seconds=total)
+    return total
 
 
 def format_duration(value: timedelta) -> str:

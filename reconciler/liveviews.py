@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.admin import projects
 from reconciler.clock import utc
 from reconciler.core.states import Sync
-from reconciler.engine.drifting import Inspection
 from reconciler.store import schema
+
+if TYPE_CHECKING:
+    from reconciler.engine.drifting import Inspection
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -169,13 +169,22 @@ class Unknown:
         return f"unknown setting {self.variable}"
 
 
+# Read by the command line, not the server (interfaces.md "Settings (1.2)"): known all the same.
+CLIENT_VARIABLES = {
+    "server": "the Nebula server a remote command talks to (instead of the context in use)",
+    "token": "the API token a remote command sends (instead of the context's)",
+    "config_home": "where nebula login keeps its contexts (default ~/.config/nebula)",
+}
+
+
 def unknown_variables(environ: Mapping[str, str] | None = None) -> list[Unknown]:
     """Each ``NEBULA_*`` variable that is no setting, with a hint naming the closest one."""
     env = os.environ if environ is None else environ
+    known = set(_BY_NAME) | set(CLIENT_VARIABLES)
     return [
         Unknown(variable, _closest(variable[len(PREFIX) :].lower()))
         for variable in sorted(env)
-        if variable.startswith(PREFIX) and variable[len(PREFIX) :].lower() not in _BY_NAME
+        if variable.startswith(PREFIX) and variable[len(PREFIX) :].lower() not in known
     ]
 
 
@@ -213,8 +222,8 @@ def _from_file(path: str) -> dict[str, tuple[object, str]]:
 
 
 def _closest(name: str) -> str:
-    close = difflib.get_close_matches(name, list(_BY_NAME), n=1)
-    return f"did you mean {_BY_NAME[close[0]].variable}?" if close else DOCUMENTED
+    close = difflib.get_close_matches(name, [*_BY_NAME, *CLIENT_VARIABLES], n=1)
+    return f"did you mean {PREFIX}{close[0].upper()}?" if close else DOCUMENTED
 
 
 def convert(spec: Spec, raw: object, where: str) -> object:

@@ -7,10 +7,9 @@ not values), and secrets are never read here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -27,18 +26,11 @@ from reconciler.core.states import (
     ReleaseStatus,
 )
 from reconciler.durations import format_duration
-from reconciler.engine.queueing import Ended
-from reconciler.requests import approvals
-from reconciler.requests.suspending import Outcome
-from reconciler.store import schema
+from reconciler.store import listing, schema
 
-
-def shown_value(value: object) -> str:
-    """A change-set line's before or after as people read it: ``(none)`` for nothing (a first
-    deploy), text as written, anything else as JSON."""
-    if value is None:
-        return "(none)"
-    return value if isinstance(value, str) else json.dumps(value)
+if TYPE_CHECKING:  # the shapes of what a request returns; not needed to show a status
+    from reconciler.engine.queueing import Ended
+    from reconciler.requests.suspending import Outcome
 
 
 def iso(value: datetime | None) -> str | None:
@@ -228,7 +220,7 @@ def project(p: schema.Project) -> dict[str, Any]:
 
 def changeset_of(session: Session, c: schema.ChangeSet) -> dict[str, Any]:
     """``changeset`` with the approval that gates (or gated) it, read here."""
-    return changeset(c, approvals.for_target(session, ApprovalTarget.CHANGESET, c.id))
+    return changeset(c, listing.newest_approval(session, ApprovalTarget.CHANGESET, c.id))
 
 
 def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> dict[str, Any]:

@@ -4,5 +4,6 @@ pytest_plugins = [
     "tests.plugins.infra",
     "tests.plugins.git",
     "tests.plugins.nebula",
+    "tests.plugins.doors",
     "tests.plugins.slack",
 ]

@@ -1,28 +1,27 @@
-"""Organization members, their roles, and API tokens (stored hashed, compared in constant time)."""
+"""Organization members: who they are (name, Slack id, e-mail, OIDC subject) and their role.
+
+Who may change a member is ``core.rights``'s decision; these functions record what was
+decided. A member's API tokens are ``tokens``'s, their grants ``grants``'s.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-import secrets
+from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
+from reconciler.core.rights import LOCAL_ADMIN_NAME
 from reconciler.core.states import Role
-from reconciler.errors import (
-    ConfigurationError,
-    NotFoundError,
-    RefusedError,
-    UnauthorizedError,
-    shown,
-)
+from reconciler.errors import ConfigurationError, ConflictError, NotFoundError, shown
 from reconciler.store import schema
 
 PROJECT_REQUESTER = "project:"  # requester/owner prefix when the project (a push) asks
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}\Z")  # \Z: "$" would take "alice\n"
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}\Z")
+ROLES = ", ".join(r.value for r in Role)
 
 
 def project_actor(slug: str) -> str:
@@ -37,32 +36,81 @@ def shown_actor(name: str | None) -> str | None:
     return name
 
 
-def add(
-    session: Session, clock: Clock, name: str, role: str, slack_id: str | None = None
-) -> schema.Member:
-    if not _NAME.match(name) or name.startswith(PROJECT_REQUESTER):
-        raise ConfigurationError(
-            f"{shown(name)} is not a valid member name",
-            hint="use letters, digits, '.', '_', '@' or '-'",
-        )
+@dataclass(frozen=True)
+class Identity:
+    """What else names a member than their name: optional, each unique among members."""
+
+    slack_id: str | None = None
+    email: str | None = None
+    oidc_subject: str | None = None
+
+
+def parse_role(role: str) -> Role:
     try:
-        parsed = Role(role)
+        return Role(role)
     except ValueError:
         raise ConfigurationError(
-            f"--role {shown(role)} is not a role", hint="use owner, admin or member"
+            f"--role {shown(role)} is not a role", hint=f"use one of: {ROLES}"
         ) from None
+
+
+def check_name(name: str) -> None:
+    reserved = name.startswith(PROJECT_REQUESTER) or name == LOCAL_ADMIN_NAME
+    if not _NAME.match(name) or reserved:
+        raise ConfigurationError(
+            f"{shown(name)} is not a valid member name",
+            hint="use letters, digits, '.', '_', '@' or '-' "
+            f"({LOCAL_ADMIN_NAME} is the store's operator, not a member)",
+        )
+
+
+def _check_identity(session: Session, identity: Identity, member: schema.Member | None) -> None:
+    if identity.email is not None and not _EMAIL.match(identity.email):
+        raise ConfigurationError(f"--email {shown(identity.email)} is not an e-mail address")
+    for column, value, label in (
+        (schema.Member.slack_id, identity.slack_id, "Slack user"),
+        (schema.Member.email, identity.email, "E-mail address"),
+        (schema.Member.oidc_subject, identity.oidc_subject, "OIDC subject"),
+    ):
+        if value is None:
+            continue
+        other = session.scalars(select(schema.Member).where(column == value)).first()
+        if other is not None and other is not member:
+            raise ConflictError(f"{label} {value} is already mapped to another member")
+
+
+def add(
+    session: Session, clock: Clock, name: str, role: Role, identity: Identity = Identity()
+) -> schema.Member:
+    """A new member, or (``nebula member add`` of a name that exists) their role and identity
+    changed."""
+    check_name(name)
     existing = find(session, name)
+    _check_identity(session, identity, existing)
     if existing is not None:
-        existing.role = parsed.value
-        if slack_id is not None:
-            existing.slack_id = slack_id
+        set_role(existing, role, identity)
         return existing
-    if slack_id is not None and by_slack_id(session, slack_id) is not None:
-        raise RefusedError(f"Slack user {slack_id} is already mapped to another member")
-    member = schema.Member(name=name, role=parsed.value, slack_id=slack_id, created_at=clock.now())
+    member = schema.Member(
+        name=name,
+        role=role.value,
+        slack_id=identity.slack_id,
+        email=identity.email,
+        oidc_subject=identity.oidc_subject,
+        created_at=clock.now(),
+    )
     session.add(member)
     session.flush()
     return member
+
+
+def set_role(member: schema.Member, role: Role, identity: Identity = Identity()) -> None:
+    member.role = role.value
+    if identity.slack_id is not None:
+        member.slack_id = identity.slack_id
+    if identity.email is not None:
+        member.email = identity.email
+    if identity.oidc_subject is not None:
+        member.oidc_subject = identity.oidc_subject
 
 
 def find(session: Session, name: str) -> schema.Member | None:
@@ -88,90 +136,22 @@ def role_of(session: Session, name: str) -> Role | None:
     return Role(member.role) if member is not None else None
 
 
-def deciders(session: Session) -> tuple[str, ...]:
-    """Everyone who may decide approvals: admins and owners."""
-    rows = session.scalars(
-        select(schema.Member.name).where(schema.Member.role.in_([Role.ADMIN, Role.OWNER]))
+def owners(session: Session) -> int:
+    counted = session.scalar(
+        select(func.count()).select_from(schema.Member).where(schema.Member.role == Role.OWNER)
     )
-    return tuple(sorted(rows))
+    return int(counted or 0)
 
 
 def listing(session: Session) -> list[schema.Member]:
     return list(session.scalars(select(schema.Member).order_by(schema.Member.name)))
 
 
-# -- API tokens ---------------------------------------------------------------------------
-
-_TOKEN = re.compile(r"^nbl_([A-Za-z0-9]{8})_([A-Za-z0-9_-]{20,})$")
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def create_token(session: Session, clock: Clock, member_name: str) -> str:
-    """A new token for ``member_name``; only its hash is stored, so this is the one chance to see it."""
-    member = get(session, member_name)
-    prefix = secrets.token_hex(4)
-    token = f"nbl_{prefix}_{secrets.token_urlsafe(24)}"
-    session.add(
-        schema.ApiToken(
-            member_id=member.id, prefix=prefix, digest=_digest(token), created_at=clock.now()
-        )
-    )
-    session.flush()
-    return token
-
-
-def authenticate(session: Session, clock: Clock, token: str | None) -> schema.Member:
-    """The member a bearer token belongs to, its use recorded; ``UnauthorizedError`` for a
-    missing or bad one."""
-    row = verify(session, token)
-    row.last_used_at = clock.now()
-    return row.member
-
-
-def verify(session: Session, token: str | None) -> schema.ApiToken:
-    """The token's row, changing nothing (a read-only session may ask: the web's admission
-    does, before a write's body is read); ``UnauthorizedError`` for a missing or bad one."""
-    if not token:
-        raise UnauthorizedError("Missing bearer token")
-    match = _TOKEN.match(token.strip())
-    row = None
-    if match is not None:
-        row = session.scalars(
-            select(schema.ApiToken).where(schema.ApiToken.prefix == match.group(1))
-        ).first()
-    # Compare a digest even when no row matched, so timing does not tell which prefixes exist.
-    expected = row.digest if row is not None else _digest("nbl_00000000_" + "x" * 32)
-    if not hmac.compare_digest(expected, _digest(token.strip())) or row is None:
-        raise UnauthorizedError("Invalid bearer token")
-    return row
-
-
 def remove(session: Session, name: str) -> schema.Member:
-    """Remove a member and their tokens (what they did keeps their name)."""
+    """Remove a member with their tokens and grants (what they did keeps their name)."""
     member = get(session, name)
-    for token in tokens(session, member):
-        session.delete(token)
+    session.execute(delete(schema.ApiToken).where(schema.ApiToken.member_id == member.id))
+    session.execute(delete(schema.GrantRow).where(schema.GrantRow.member_id == member.id))
     session.delete(member)
     session.flush()
     return member
-
-
-def tokens(session: Session, member: schema.Member | None = None) -> list[schema.ApiToken]:
-    """API tokens, oldest first (only their hashes are stored: the tokens cannot be shown)."""
-    query = select(schema.ApiToken).order_by(schema.ApiToken.id)
-    if member is not None:
-        query = query.where(schema.ApiToken.member_id == member.id)
-    return list(session.scalars(query))
-
-
-def revoke_token(session: Session, token_id: int) -> schema.ApiToken:
-    """Delete a token: requests that bear it get 401 from now on."""
-    row = session.get(schema.ApiToken, token_id)
-    if row is None:
-        raise NotFoundError(f"No token {token_id}", hint="list them with: nebula token list")
-    session.delete(row)
-    session.flush()
-    return row

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from reconciler import views
-from reconciler.admin import projects
 from reconciler.cli import changesets as changesets_cli
 from reconciler.cli import common, output, tables
-from reconciler.core.states import ApprovalState, DecisionChannel
-from reconciler.requests import approvals, deciding
+from reconciler.core.states import ApprovalState
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -19,12 +16,10 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
     p = common.command(subparsers, "approve", approve, "approve a pending request")
     p.add_argument("id")
-    common.add_as(p, required=True)
     common.add_json(p)
     p = common.command(subparsers, "reject", reject, "reject a pending request")
     p.add_argument("id")
     p.add_argument("--reason")
-    common.add_as(p, required=True)
     common.add_json(p)
 
 
@@ -45,9 +40,7 @@ APPROVAL_COLUMNS = (
 
 
 def list_approvals(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        project_id = projects.get(session, args.project).id if args.project else None
-        rows = views.approvals_of(session, approvals.listing(session, project_id))
+    rows = common.api(args).get("/api/v1/approvals", project=args.project)["approvals"]
     if args.state:
         rows = [r for r in rows if r["state"] == args.state]
     if args.json:
@@ -72,20 +65,11 @@ def list_approvals(args: argparse.Namespace) -> int:
     return 0
 
 
-def _decide(args: argparse.Namespace, approve: bool) -> int:
-    with common.transaction(args) as (ctx, session):
-        who = common.actor(args, session)
-        decision = deciding.decide(
-            session,
-            ctx,
-            common.parse_id(args.id, "approval"),
-            who,
-            approve=approve,
-            via=DecisionChannel.CLI,
-            reason=getattr(args, "reason", None),
-        )
-        data = views.approval(decision.approval)
-        ended = views.ended(decision.ended)
+def _decide(args: argparse.Namespace, verb: str) -> int:
+    approval_id = common.parse_id(args.id, "approval")
+    body = {"reason": args.reason} if getattr(args, "reason", None) is not None else None
+    decided = common.api(args).post(f"/api/v1/approvals/{approval_id}/{verb}", body)
+    data, ended = decided["approval"], decided["ended"]
     if args.json:
         output.print_json({"approval": data, "ended": ended})
     else:
@@ -97,8 +81,8 @@ def _decide(args: argparse.Namespace, approve: bool) -> int:
 
 
 def approve(args: argparse.Namespace) -> int:
-    return _decide(args, True)
+    return _decide(args, "approve")
 
 
 def reject(args: argparse.Namespace) -> int:
-    return _decide(args, False)
+    return _decide(args, "reject")

@@ -6,12 +6,9 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler import views
-from reconciler.admin import projects
 from reconciler.cli import common, output, tables
+from reconciler.core import lines
 from reconciler.core.states import OPEN_CHANGESET_STATES, LineKind
-from reconciler.errors import RefusedError
-from reconciler.requests import applying, changesets
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -27,11 +24,9 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
     p = common.command(changeset, "apply", apply, "apply a draft (or request its approval)")
     p.add_argument("id")
-    common.add_as(p)
     common.add_json(p)
     p = common.command(changeset, "discard", discard, "discard a draft or a pending change set")
     p.add_argument("id")
-    common.add_as(p)
     common.add_json(p)
 
 
@@ -52,7 +47,7 @@ def _shown(line: Mapping[str, Any], side: str) -> str:
     """A line's value; a secret's line never shows one (``secret.STRIPE_KEY changed``)."""
     if line["kind"] == LineKind.SECRET:
         return "changed" if side == "after" else ""
-    return views.shown_value(line[side])
+    return lines.shown_value(line[side])
 
 
 LINE_COLUMNS = (
@@ -103,9 +98,7 @@ def _print(data: dict[str, Any]) -> None:
 
 
 def list_changesets(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        project_id = projects.get(session, args.project).id if args.project else None
-        rows = [views.changeset_of(session, c) for c in changesets.listing(session, project_id)]
+    rows = common.api(args).get("/api/v1/changesets", project=args.project)["changesets"]
     if args.state:
         rows = [r for r in rows if r["state"] == args.state]
     if args.json:
@@ -116,10 +109,8 @@ def list_changesets(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        data = views.changeset_of(
-            session, changesets.get(session, common.parse_id(args.id, "change set"))
-        )
+    changeset_id = common.parse_id(args.id, "change set")
+    data = common.api(args).get(f"/api/v1/changesets/{changeset_id}")["changeset"]
     if args.json:
         output.print_json({"changeset": data})
     else:
@@ -128,15 +119,9 @@ def show(args: argparse.Namespace) -> int:
 
 
 def apply(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        who = common.actor(args, session)
-        changeset = changesets.get(session, common.parse_id(args.id, "change set"))
-        result = applying.apply(session, ctx, changeset, requester=who)
-        data = views.changeset_of(session, changeset)
-        deployments = [views.deployment(d) for d in result.deployments]
-        ended = views.ended(result.ended)
-    if result.refused:
-        raise RefusedError(f"Change set {args.id} not applied: {result.refused}")
+    changeset_id = common.parse_id(args.id, "change set")
+    applied = common.api(args).post(f"/api/v1/changesets/{changeset_id}/apply")
+    data, deployments, ended = applied["changeset"], applied["deployments"], applied["ended"]
     if args.json:
         output.print_json({"changeset": data, "deployments": deployments, "ended": ended})
     else:
@@ -149,11 +134,8 @@ def apply(args: argparse.Namespace) -> int:
 
 
 def discard(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        who = common.actor(args, session)
-        changeset = changesets.get(session, common.parse_id(args.id, "change set"))
-        changesets.discard(session, ctx.clock, changeset, f"Discarded by {who}", actor=who)
-        data = views.changeset_of(session, changeset)
+    changeset_id = common.parse_id(args.id, "change set")
+    data = common.api(args).post(f"/api/v1/changesets/{changeset_id}/discard")["changeset"]
     if args.json:
         output.print_json({"changeset": data})
     else:

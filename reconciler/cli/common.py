@@ -1,44 +1,59 @@
-"""Helpers every command module shares: settings, the context, ``--json`` and ``--as``."""
+"""What every command module shares: its parser's conventions, and ``api(args)``, the one way
+a command reaches Nebula.
+
+The command line is remote when a context is in use (``nebula login``), or ``--server URL``
+or ``NEBULA_SERVER`` is given (the token from the context, or ``NEBULA_TOKEN``); otherwise it
+is local, for whoever operates Nebula's store. Either way a command builds the same requests
+to ``/api/v1`` through the same client: to a server, or to the API's acts in this process
+(``cli.local``, loaded by name only then, since it brings the store, the ORM and the engine).
+
+Kept light on purpose (``nebula --help`` imports this): nothing here imports the store.
+"""
 
 from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy.orm import Session
-
-from reconciler import bootstrap, settings
-from reconciler.admin import auditing, members
+from reconciler import settings
 from reconciler.cli import output
-from reconciler.context import Context
-from reconciler.core.states import AdminAction
+from reconciler.client import contexts
 from reconciler.durations import parse_duration
-from reconciler.errors import ConfigurationError, NotFoundError, shown
+from reconciler.errors import ConfigurationError, NebulaError, RefusedError
+from reconciler.lazy import Part
 from reconciler.numbers import parse_id as parse_id  # ids on the command line: ASCII digits
-from reconciler.store import schema
 
 if TYPE_CHECKING:
+    from reconciler.client.http import Api
+
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 else:
     Subparsers = argparse._SubParsersAction
 
-_CONTEXT: dict[str, Context] = {}
+# Loaded when a command runs, never for --help: the HTTP client (httpx), and in local mode the
+# store and the engine.
+REMOTE = Part("reconciler.client.http", "connect")
+LOCAL = Part("reconciler.cli.local", "connect")
 _UNKNOWN: dict[str, list[settings.Unknown]] = {}  # "environ": once read, warned about
 
 
 def load_settings(args: argparse.Namespace) -> settings.Settings:
     """The settings (environment over ``--config``); the first load in a process warns about
     each unknown ``NEBULA_*`` variable, and the command goes on."""
+    warn_unknown()
+    return settings.load(config_file=getattr(args, "config", None))
+
+
+def warn_unknown() -> None:
     if "environ" not in _UNKNOWN:
         _UNKNOWN["environ"] = settings.unknown_variables()
         for unknown in _UNKNOWN["environ"]:
             output.warning(unknown.message, unknown.hint)
-    return settings.load(config_file=getattr(args, "config", None))
 
 
 def unknown_settings() -> list[settings.Unknown]:
@@ -46,47 +61,78 @@ def unknown_settings() -> list[settings.Unknown]:
     return _UNKNOWN.get("environ", [])
 
 
-def context(args: argparse.Namespace, *, git: bool = False) -> Context:
-    """One context per process (the CLI runs one command), built from settings on first use."""
-    key = f"git={git}"
-    if key not in _CONTEXT:
-        _CONTEXT[key] = bootstrap.open_context(load_settings(args), git=git)
-    return _CONTEXT[key]
-
-
-def use(ctx: Context) -> None:
-    """Run commands against ``ctx`` (tests: a fake clock, a temporary database)."""
-    _CONTEXT["git=True"] = ctx
-    _CONTEXT["git=False"] = ctx
-
-
-def reset() -> None:
-    """Forget the cached context and the warnings given (tests run several commands in one
-    process)."""
-    for ctx in {id(c): c for c in _CONTEXT.values()}.values():
-        ctx.db.dispose()
-        if ctx.git is not None:
-            ctx.git.close()
-    _CONTEXT.clear()
+def forget_warnings() -> None:
+    """Tests run several commands in one process, each as if it were the first."""
     _UNKNOWN.clear()
 
 
-@contextmanager
-def transaction(
-    args: argparse.Namespace, *, git: bool = False
-) -> Iterator[tuple[Context, Session]]:
-    ctx = context(args, git=git)
-    with ctx.db.transaction() as session:
-        yield ctx, session
+def remote(args: argparse.Namespace) -> contexts.Saved | None:
+    """The server this command talks to, with its token; None in local mode."""
+    environ = os.environ
+    server = getattr(args, "server", None) or environ.get("NEBULA_SERVER") or None
+    token = environ.get("NEBULA_TOKEN") or None
+    named = getattr(args, "context", None)
+    if server is None and named is None and not _contexts_may_exist():
+        return None
+    saved = contexts.load(environ)
+    if named is not None:
+        chosen = saved.get(named)
+        return contexts.Saved(chosen.name, server or chosen.server, token or chosen.token)
+    if server is not None:
+        server = contexts.check_url(server)
+        known = saved.for_server(server)
+        return contexts.Saved("", server, token or (known.token if known else None))
+    in_use = saved.in_use()
+    if in_use is None:
+        return None
+    return contexts.Saved(in_use.name, in_use.server, token or in_use.token, in_use.member)
 
 
-@contextmanager
-def reading(args: argparse.Namespace) -> Iterator[tuple[Context, Session]]:
-    """For a command that only reads: it takes no write lock, and works on a store that
-    cannot be written (a read-only file, a full disk)."""
-    ctx = context(args)
-    with ctx.db.reading() as session:
-        yield ctx, session
+def _contexts_may_exist() -> bool:
+    return (contexts.home(os.environ) / contexts.FILE).exists()
+
+
+def api(args: argparse.Namespace) -> Api:
+    """The API this command acts through: a server's (remote), or this process's (local,
+    acting as ``--as NAME``, or as ``local-admin`` when no one is named). One per command."""
+    made: Api | None = getattr(args, "made_api", None)
+    if made is not None:
+        return made
+    target = remote(args)
+    if target is None:
+        local: Callable[[argparse.Namespace], Api] = LOCAL.get()
+        made = local(args)
+    else:
+        warn_unknown()
+        connect: Callable[[str, str | None], Api] = REMOTE.get()
+        made = connect(target.server, target.token)
+        if getattr(args, "actor", None) is not None:
+            who = _who(made)
+            made.close()
+            raise RefusedError(
+                f"--as is only for local administration; this command acts as {who}",
+                hint="leave --as out: the token's member acts (nebula whoami)",
+            )
+    args.made_api = made
+    return made
+
+
+def done(args: argparse.Namespace) -> None:
+    """The command has ended: its connection (if it made one) is closed."""
+    made: Api | None = getattr(args, "made_api", None)
+    if made is not None:
+        made.close()
+        args.made_api = None
+
+
+def _who(client: Api) -> str:
+    """``bob (token 4)``: who the token signs in as, for the refusal of ``--as``."""
+    try:
+        me = client.get("/api/v1/whoami")
+    except NebulaError:  # unauthorized, unreachable: the refusal of --as stands all the same
+        return "the member behind its token"
+    token = me.get("token") or {}
+    return f"{me['member']} (token {token['id']})" if token.get("id") else str(me["member"])
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -116,39 +162,6 @@ def duration(option: str) -> Callable[[str], timedelta]:
     return parse
 
 
-def add_as(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
-    parser.add_argument(
-        "--as", dest="actor", metavar="NAME", required=required, help="the member acting"
-    )
-
-
-def actor(args: argparse.Namespace, session: Session) -> str:
-    """The member named by ``--as`` (who must exist), or ``cli`` when none is given."""
-    name: str | None = getattr(args, "actor", None)
-    if name is None:
-        return "cli"
-    if members.find(session, name) is None:
-        raise NotFoundError(
-            f"No member named {shown(name)}",
-            hint=f"add one with: nebula member add {shown(name, quote=False)} --role admin",
-        )
-    return name
-
-
-def audit(
-    ctx: Context,
-    session: Session,
-    actor: str,
-    action: AdminAction,
-    target: str,
-    message: str,
-    *,
-    project: schema.Project | None = None,
-) -> None:
-    """Record an administrative act in the audit trail, in the command's transaction."""
-    auditing.record(session, ctx.clock, action, target, message, actor=actor, project=project)
-
-
 def command(
     subparsers: Subparsers, name: str, func: Callable[[argparse.Namespace], int], help_text: str
 ) -> argparse.ArgumentParser:
@@ -159,6 +172,23 @@ def command(
     # Also after the command (``nebula status --config F``); unset here, the global one counts.
     parser.add_argument(
         "--config", metavar="FILE", default=argparse.SUPPRESS, help="a nebula-server.toml"
+    )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="act through this Nebula server (default: NEBULA_SERVER, or the context in use)",
+    )
+    parser.add_argument(
+        "--context", metavar="NAME", default=argparse.SUPPRESS, help="use this saved context"
+    )
+    # Local mode: the member acting (their rights apply; without it, ``local-admin``).
+    # Refused remotely: the token says who acts.
+    parser.add_argument(
+        "--as",
+        dest="actor",
+        metavar="NAME",
+        help="local mode: act as this member (default: local-admin, the store's operator)",
     )
     return parser
 

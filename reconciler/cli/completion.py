@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 
 from reconciler.cli import common, output
+from reconciler.lazy import Part
+
+COMPLETE = Part("shtab", "complete")  # the one user of shtab, loaded when it runs
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -26,6 +29,4 @@ def completion(args: argparse.Namespace) -> int:
 
 
 def _script(parser: argparse.ArgumentParser, shell: str) -> str:
-    import shtab  # the one user of shtab (lazily, for start-up time)
-
-    return str(shtab.complete(parser, shell=shell))
+    return str(COMPLETE.get()(parser, shell=shell))

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from reconciler.cli import common
 from reconciler.durations import parse_duration
+from reconciler.lazy import Part
+
+# The demo brings the web app and its server, which no other command needs (start-up time).
+DEMO = Part("reconciler.demo", "main")
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -24,20 +28,11 @@ def register(subparsers: common.Subparsers) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def run(args: argparse.Namespace) -> int:
-    # Imported when run, not when the parser is built: the demo brings the web app and its
-    # server, which no other command needs (start-up time).
-    from reconciler import demo
-
-    return demo.main(
+    demo: Callable[..., int] = DEMO.get()
+    return demo(
         parse_duration(args.delay, setting="--delay"),
         Path(args.keep) if args.keep else None,
-        port=args.port or _free_port(),
+        port=args.port or 0,
         stay=args.serve,
     )

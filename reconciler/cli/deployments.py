@@ -7,14 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
-
-from reconciler import views
-from reconciler.admin import projects
 from reconciler.cli import common, output, tables, watching
-from reconciler.errors import NotFoundError
-from reconciler.requests import actions
-from reconciler.store import schema
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -27,6 +20,9 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("project", nargs="?")
     p.add_argument("--env")
     p.add_argument("--service")
+    p.add_argument(
+        "--limit", type=int, default=500, help="the newest N that match (default 500, at most 5000)"
+    )
     common.add_json(p)
     deployment = subparsers.add_parser("deployment", help="one deployment").add_subparsers(
         dest="deployment_command", metavar="COMMAND", required=True
@@ -39,7 +35,6 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("service")
     p.add_argument("--env", required=True)
     p.add_argument("--to", help="r-N (default: the previous release)")
-    common.add_as(p)
     common.add_json(p)
     p = common.command(
         subparsers, "promote", promote, "promote the active release to another environment"
@@ -53,19 +48,16 @@ def register(subparsers: common.Subparsers) -> None:
         action="store_true",
         help="promote before the target's promotion gate passes (admins and owners; recorded)",
     )
-    common.add_as(p)
     common.add_json(p)
     p = common.command(subparsers, "redeploy", redeploy, "a new release from the active image")
     p.add_argument("project")
     p.add_argument("service")
     p.add_argument("--env", required=True)
-    common.add_as(p)
     common.add_json(p)
     p = common.command(
         subparsers, "cancel", cancel, "cancel a deployment that has not taken traffic"
     )
     p.add_argument("id")
-    common.add_as(p)
     common.add_json(p)
 
 
@@ -134,11 +126,10 @@ EVENT_COLUMNS = (
 
 
 def status_data(args: argparse.Namespace) -> list[dict[str, Any]]:
-    with common.reading(args) as (_, session):
-        rows = [projects.get(session, args.project)] if args.project else projects.listing(session)
-        if args.env and args.project:
-            projects.environment(session, rows[0], args.env)
-        return [views.project_status(session, p, args.env) for p in rows]
+    projects: list[dict[str, Any]] = common.api(args).get(
+        "/api/v1/status", project=args.project, env=args.env
+    )["projects"]
+    return projects
 
 
 def print_status(data: list[dict[str, Any]]) -> None:
@@ -180,17 +171,13 @@ def status(args: argparse.Namespace) -> int:
 
 
 def list_deployments(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        query = select(schema.Deployment).order_by(schema.Deployment.id)
-        if args.project:
-            query = query.where(
-                schema.Deployment.project_id == projects.get(session, args.project).id
-            )
-        rows = [views.deployment(d) for d in session.scalars(query)]
-    if args.env:
-        rows = [r for r in rows if r["environment"] == args.env]
-    if args.service:
-        rows = [r for r in rows if r["service"] == args.service]
+    rows = common.api(args).get(
+        "/api/v1/deployments",
+        project=args.project,
+        env=args.env,
+        service=args.service,
+        limit=max(1, min(args.limit, 5000)),
+    )["deployments"]
     if args.json:
         output.print_json({"deployments": rows})
     else:
@@ -199,13 +186,8 @@ def list_deployments(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        d = session.get(schema.Deployment, common.parse_id(args.id, "deployment"))
-        if d is None:
-            raise NotFoundError(
-                f"No deployment {args.id}", hint="list them with: nebula deployments"
-            )
-        data = views.deployment_with_events(session, d)
+    deployment_id = common.parse_id(args.id, "deployment")
+    data = common.api(args).get(f"/api/v1/deployments/{deployment_id}")["deployment"]
     if args.json:
         output.print_json({"deployment": data})
         return 0
@@ -219,12 +201,7 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _requested(args: argparse.Namespace, result: actions.Requested) -> int:
-    data: dict[str, Any] = {
-        "deployment": views.deployment(result.deployment),
-        "approval": views.approval(result.approval) if result.approval else None,
-        "ended": views.ended(result.ended),
-    }
+def _requested(args: argparse.Namespace, data: dict[str, Any]) -> int:
     if args.json:
         output.print_json(data)
     else:
@@ -240,43 +217,28 @@ def _requested(args: argparse.Namespace, result: actions.Requested) -> int:
     return 0
 
 
+def _service(args: argparse.Namespace, verb: str) -> str:
+    return f"/api/v1/projects/{args.project}/services/{args.service}/{verb}"
+
+
 def rollback(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        result = actions.rollback(
-            session, ctx, args.project, args.service, args.env, args.to, common.actor(args, session)
-        )
-        return _requested(args, result)
+    body = {"environment": args.env, "to": args.to}
+    return _requested(args, common.api(args).post(_service(args, "rollback"), body))
 
 
 def promote(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        result = actions.promote(
-            session,
-            ctx,
-            args.project,
-            args.service,
-            args.source,
-            args.target,
-            common.actor(args, session),
-            skip_gate=args.skip_gate,
-        )
-        return _requested(args, result)
+    body = {"from": args.source, "to": args.target, "skip_gate": args.skip_gate}
+    return _requested(args, common.api(args).post(_service(args, "promote"), body))
 
 
 def redeploy(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        result = actions.redeploy(
-            session, ctx, args.project, args.service, args.env, common.actor(args, session)
-        )
-        return _requested(args, result)
+    body = {"environment": args.env}
+    return _requested(args, common.api(args).post(_service(args, "redeploy"), body))
 
 
 def cancel(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        d = actions.cancel(
-            session, ctx, common.parse_id(args.id, "deployment"), common.actor(args, session)
-        )
-        data = views.deployment(d)
+    deployment_id = common.parse_id(args.id, "deployment")
+    data = common.api(args).post(f"/api/v1/deployments/{deployment_id}/cancel")["deployment"]
     if args.json:
         output.print_json({"deployment": data})
     else:

@@ -13,13 +13,6 @@ from reconciler.model.problems import Severity
 from reconciler.numbers import format_size
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("validate", help="validate a nebula.toml")
-    parser.add_argument("path", help="the nebula.toml file")
-    parser.add_argument("--json", action="store_true", help="print the problems as JSON")
-    parser.set_defaults(func=validate)
-
-
 def read_source(path: str, args: argparse.Namespace) -> str:
     """A nebula.toml's text; a missing, unreadable or oversized file (over
     ``NEBULA_MAX_CONFIG_SIZE``: no more than that is ever read) is one error line and exit 1."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from reconciler import views
-from reconciler.admin import projects
 from reconciler.cli import common, output, tables
 
 HISTORY_COLUMNS = (
@@ -30,12 +28,8 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def history(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        project = projects.get(session, args.project)
-        unit = projects.unit(
-            session, projects.environment(session, project, args.env), args.service
-        )
-        rows = views.history(session, unit)
+    path = f"/api/v1/projects/{args.project}/services/{args.service}/history"
+    rows = common.api(args).get(path, env=args.env)["releases"]
     if args.json:
         output.print_json({"releases": rows})
     else:

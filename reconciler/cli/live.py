@@ -1,7 +1,7 @@
 """``nebula diff`` (live objects vs the active release) and ``nebula simulated edit|delete``
 (the simulated cluster's test and demo aid: change a live object behind Nebula's back).
 
-Each command builds its view dict (``reconciler.views``) and prints it through ``output``.
+Each asks the API (``common.api``) and prints what it answers through ``output``.
 """
 
 from __future__ import annotations
@@ -9,14 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import yaml
-
-from reconciler import liveviews
 from reconciler.cli import common, output
-from reconciler.context import Context
-from reconciler.engine import drifting
-from reconciler.errors import ConflictError, NebulaError
-from reconciler.runtimes import tampering
+from reconciler.errors import NebulaError
 
 EXIT_DIFFERENT = 1  # as kubectl diff: 0 no difference, 1 differences, 2 an error
 EXIT_ERROR = 2
@@ -46,9 +40,8 @@ def register(subparsers: common.Subparsers) -> None:
 
 def diff(args: argparse.Namespace) -> int:
     try:  # every error exits 2, settings' too: 1 says "differences"
-        ctx = common.context(args)
-        data = liveviews.diff(
-            args.project, drifting.inspect(ctx, args.project, args.env, args.service)
+        data = common.api(args).get(
+            f"/api/v1/projects/{args.project}/diff", env=args.env, service=args.service
         )
     except NebulaError as exc:
         output.error(exc.message, exc.hint)
@@ -60,30 +53,15 @@ def diff(args: argparse.Namespace) -> int:
     return EXIT_DIFFERENT if data["differences"] else output.EXIT_OK
 
 
-def _simulated(args: argparse.Namespace) -> Context:
-    ctx = common.context(args)
-    if ctx.settings.cluster != "simulated":
-        raise ConflictError(
-            f"nebula simulated changes the simulated cluster only; NEBULA_CLUSTER is "
-            f"{ctx.settings.cluster}",
-            hint="change a real cluster with kubectl",
-        )
-    return ctx
-
-
 def simulated_edit(args: argparse.Namespace) -> int:
-    ctx = _simulated(args)
-    try:
-        value = yaml.safe_load(args.value) if args.value.strip() else args.value
-    except yaml.YAMLError:
-        value = args.value  # not YAML: the text itself
-    tampering.edit(ctx.clusters.simulated(), args.namespace, args.object, args.path, value)
+    body = {"namespace": args.namespace, "object": args.object, "path": args.path}
+    common.api(args).post("/api/v1/simulated/edit", {**body, "value": args.value})
     output.echo(f"{args.object} in {args.namespace}: {args.path} = {args.value}")
     return output.EXIT_OK
 
 
 def simulated_delete(args: argparse.Namespace) -> int:
-    ctx = _simulated(args)
-    tampering.delete(ctx.clusters.simulated(), args.namespace, args.object)
+    body = {"namespace": args.namespace, "object": args.object}
+    common.api(args).post("/api/v1/simulated/delete", body)
     output.echo(f"{args.object} in {args.namespace} deleted")
     return output.EXIT_OK

@@ -22,10 +22,10 @@ from datetime import datetime
 from enum import Enum, StrEnum
 from typing import Any, TextIO
 
-import yaml
-
 from reconciler.clock import utc
+from reconciler.lazy import Part
 
+YAML = Part("yaml", "safe_dump")  # only for -o yaml
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -149,7 +149,7 @@ def print_json(document: dict[str, Any]) -> None:
     """The command's one document: JSON, or YAML under ``-o yaml`` (the same fields)."""
     text = json.dumps(document, indent=2, default=_default)
     if _STATE["format"] is Format.YAML:
-        text = yaml.safe_dump(json.loads(text), sort_keys=False, allow_unicode=False).rstrip()
+        text = YAML.get()(json.loads(text), sort_keys=False, allow_unicode=False).rstrip()
     sys.stdout.write(text + "\n")
 
 

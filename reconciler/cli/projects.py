@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
-from reconciler import reconciling, views
-from reconciler.admin import projects
 from reconciler.cli import common, output, tables
-from reconciler.core.states import AdminAction
 from reconciler.durations import format_duration, parse_duration
 from reconciler.errors import ConfigurationError
-from reconciler.requests import removing
+
+SETTABLE = (
+    "concurrency, interval, branch, path, repo, slack_channel, webhook_secret, webhook_limit, "
+    "cluster.ENV"
+)
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -25,24 +27,21 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("--path", default="nebula.toml")
     p.add_argument("--interval", default=None, help="poll interval, e.g. 60 or 5m (default 60s)")
     common.add_json(p)
-    common.add_as(p)
     p = common.command(project, "list", project_list, "list projects")
     common.add_json(p)
     p = common.command(
         project, "remove", project_remove, "tear down every environment, then forget the project"
     )
     p.add_argument("slug")
-    common.add_as(p, required=True)
     common.add_json(p)
     p = common.command(project, "set", project_set, "change a project setting")
     p.add_argument("slug")
-    p.add_argument("key", help=", ".join(projects.SETTABLE))
+    p.add_argument("key", help=SETTABLE)
     p.add_argument(
         "value",
         nargs="?",
         help="for webhook_secret leave it out: it is read from stdin, or asked for",
     )
-    common.add_as(p)
 
     p = common.command(
         subparsers, "reconcile", reconcile, "one pass now: poll, stage, apply, advance"
@@ -56,28 +55,16 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def project_add(args: argparse.Namespace) -> int:
-    interval = parse_duration(args.interval, setting="--interval") if args.interval else None
-    with common.transaction(args) as (ctx, session):
-        project = projects.add(
-            session,
-            ctx.clock,
-            args.slug,
-            args.repo,
-            branch=args.branch,
-            path=args.path,
-            interval=interval or ctx.settings.poll_interval,
-            vault=ctx.vault,
-        )
-        data = views.project(project)
-        common.audit(
-            ctx,
-            session,
-            common.actor(args, session),
-            AdminAction.PROJECT_ADD,
-            f"project {args.slug}",
-            f"Registered {args.slug}: {data['repo']} ({args.branch}, {args.path})",
-            project=project,
-        )
+    if args.interval:
+        parse_duration(args.interval, setting="--interval")  # said here, before anything is sent
+    body = {
+        "slug": args.slug,
+        "repo": args.repo,
+        "branch": args.branch,
+        "path": args.path,
+        "interval": args.interval,
+    }
+    data = common.api(args).post("/api/v1/projects", body)["project"]
     if args.json:
         output.print_json({"project": data})
     else:
@@ -99,8 +86,7 @@ PROJECT_COLUMNS = (
 
 
 def project_list(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        rows = [views.project(p) for p in projects.listing(session)]
+    rows = common.api(args).get("/api/v1/projects")["projects"]
     if args.json:
         output.print_json({"projects": rows})
     else:
@@ -123,49 +109,24 @@ def project_set(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             f"no value for {args.key}", hint=f"nebula project set {args.slug} {args.key} VALUE"
         )
-    with common.transaction(args) as (ctx, session):
-        who = common.actor(args, session)
-        project = projects.get(session, args.slug)
-        projects.set_value(session, ctx.vault, project, args.key, value)
-        shown = value
-        if args.key == "webhook_secret":
-            shown = "***" if value else "(none: unsigned notifications are accepted)"
-        elif args.key == "repo":
-            shown = projects.shown_repo(project)  # a URL may carry a token: never echo it
-        common.audit(
-            ctx,
-            session,
-            who,
-            AdminAction.PROJECT_SET,
-            f"project {args.slug}",
-            f"{args.key} = {shown}",
-            project=project,
-        )
-    output.echo(f"{args.slug}: {args.key} = {shown}")
+    body = {"key": args.key, "value": value}
+    done = common.api(args).post(f"/api/v1/projects/{args.slug}/settings", body)
+    output.echo(f"{args.slug}: {args.key} = {done['value']}")
     return 0
 
 
 def project_remove(args: argparse.Namespace) -> int:
-    ctx = common.context(args)
-    with ctx.db.transaction() as session:
-        removing.request(session, ctx, args.slug, common.actor(args, session))
-    removal = removing.finish(ctx, args.slug)
+    removal = common.api(args).delete(f"/api/v1/projects/{args.slug}")
     if args.json:
-        output.print_json(
-            {
-                "project": args.slug,
-                "forgotten": removal.forgotten,
-                "pending_teardown": list(removal.waiting),
-            }
-        )
-    elif removal.forgotten:
+        output.print_json(removal)
+    elif removal["forgotten"]:
         output.echo(f"project {args.slug} torn down and removed")
     else:
         output.echo(
-            f"project {args.slug} is being removed: {', '.join(removal.waiting)} wait in "
-            "pending-teardown until their cluster can be reached (each reconcile tries again)"
+            f"project {args.slug} is being removed: {', '.join(removal['pending_teardown'])} "
+            "wait in pending-teardown until their cluster can be reached (each reconcile tries "
+            "again)"
         )
-
     return 0
 
 
@@ -189,34 +150,33 @@ def _webhook_secret(slug: str, given: str | None) -> str:
 
 
 def reconcile(args: argparse.Namespace) -> int:
-    ctx = common.context(args, git=True)
-    if args.project is not None:
-        with ctx.db.reading() as session:
-            projects.get(session, args.project)  # an unknown slug is an error, not a no-op
+    """Passes until nothing can move by itself (``--until-idle``), each one a request: the
+    command line counts and waits, the API's act runs the pass (here or on the server)."""
+    api = common.api(args)
     deadline = time.monotonic() + args.timeout.total_seconds()
     passes = 0
     total_moved = 0
-    first: reconciling.PassReport | None = None
+    first: dict[str, Any] | None = None
     timed_out = False
     while True:
-        report = reconciling.run_once(ctx, args.project, poll=passes == 0)
+        report = api.post("/api/v1/reconcile", {"project": args.project, "poll": passes == 0})
         first = first or report
         passes += 1
-        total_moved += report.moved
-        if not args.until_idle or not report.busy:
+        total_moved += report["steps"]
+        if not args.until_idle or not report["busy"]:
             break
         if time.monotonic() > deadline:
             timed_out = True
             break
-        if report.moved == 0:
+        if report["steps"] == 0:
             time.sleep(0.05)
     assert first is not None
     summary = {
         "passes": passes,
-        "polled": first.poll.polled,
-        "staged_changesets": [str(i) for i in first.poll.staged],
-        "blocked": first.poll.blocked,
-        "expired_approvals": first.expired,
+        "polled": first["polled"],
+        "staged_changesets": first["staged_changesets"],
+        "blocked": first["blocked"],
+        "expired_approvals": first["expired_approvals"],
         "steps": total_moved,
         "idle": not timed_out,
     }
@@ -229,10 +189,10 @@ def reconcile(args: argparse.Namespace) -> int:
         )
         return output.EXIT_REFUSED
     if not args.json:
-        staged = len(first.poll.staged)
+        staged = len(first["staged_changesets"])
         output.echo(
             f"reconciled: {passes} pass{'es' if passes != 1 else ''}, {staged} change set{'s' if staged != 1 else ''} staged, {total_moved} deployment step{'s' if total_moved != 1 else ''}"
         )
-        for slug, blocker in first.poll.blocked.items():
+        for slug, blocker in first["blocked"].items():
             output.echo(f"  {slug}: blocked ({blocker})")
     return 0

@@ -13,59 +13,12 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from reconciler import numbers
 from reconciler.cli import files, output
 from reconciler.model import validation
 from reconciler.model.problems import Severity
 from renderers import capabilities, manifests, schemas
 from renderers.rendering import Renderer
 from renderers.secrets import PLACEHOLDERS
-
-_SLUG = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "render",
-        help="print the Kubernetes manifests a nebula.toml would create",
-        description="Render the release(s) a nebula.toml would create in one environment, "
-        "offline: secrets and database passwords appear as placeholders.",
-    )
-    parser.add_argument("path", help="the nebula.toml file")
-    parser.add_argument("--env", required=True, help="the environment to render")
-    parser.add_argument("--service", help="only this service or database")
-    parser.add_argument(
-        "--release", type=_release_number, default=1, metavar="N", help="release number (default 1)"
-    )
-    parser.add_argument(
-        "--project",
-        type=_slug,
-        metavar="SLUG",
-        help="project slug (default: from [project] name, else the file's directory)",
-    )
-    parser.add_argument("--out", metavar="DIR", help="write one file per object into DIR")
-    parser.add_argument(
-        "--kube-version",
-        choices=sorted(capabilities.PRESETS),
-        default=capabilities.LATEST,
-        help="the cluster's Kubernetes version (default: latest)",
-    )
-    parser.set_defaults(func=render)
-
-
-def _release_number(text: str) -> int:
-    number = numbers.whole(text)
-    if number is None or number < 1:
-        raise argparse.ArgumentTypeError(f"release number must be a positive integer, not {text!r}")
-    return number
-
-
-def _slug(text: str) -> str:
-    if not _SLUG.match(text) or text.endswith("-"):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a slug (lowercase letters, digits and '-', starting with a letter)"
-        )
-    return text
 
 
 def slugify(text: str) -> str:

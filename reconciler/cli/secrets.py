@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from reconciler import views
-from reconciler.admin import projects, secrets
 from reconciler.cli import common, output
-from reconciler.core.states import AdminAction, SecretChange
 from reconciler.errors import ConfigurationError
-from reconciler.requests import rotating
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -24,7 +20,6 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("project")
     p.add_argument("env")
     p.add_argument("name")
-    common.add_as(p)
     common.add_json(p)
     p = common.command(secret, "list", secret_list, "list secret names (never values)")
     p.add_argument("project")
@@ -34,7 +29,10 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("project")
     p.add_argument("env")
     p.add_argument("name")
-    common.add_as(p)
+
+
+def _path(args: argparse.Namespace) -> str:
+    return f"/api/v1/projects/{args.project}/environments/{args.env}/secrets"
 
 
 def secret_set(args: argparse.Namespace) -> int:
@@ -44,27 +42,11 @@ def secret_set(args: argparse.Namespace) -> int:
             "no secret value given",
             hint=f"echo -n VALUE | nebula secret set {args.project} {args.env} {args.name}",
         )
-    with common.transaction(args) as (ctx, session):
-        who = common.actor(args, session)
-        project = projects.get(session, args.project)
-        change = secrets.put(session, ctx.clock, ctx.vault, project.id, args.env, args.name, value)
-        common.audit(
-            ctx,
-            session,
-            who,
-            AdminAction.SECRET_SET,
-            f"{args.project}/{args.env} {args.name}",
-            f"Secret {args.name} set (value not recorded)",
-            project=project,
-        )
-        # A new value is an input of every release that reads it: their change set (behaviour.md
-        # "Resolved values"); a secret that was missing releases what was held for it instead.
-        staged = None
-        if change is SecretChange.CHANGED:
-            staged = rotating.stage(session, ctx, project, args.env, args.name, who)
-        changeset = views.changeset_of(session, staged) if staged is not None else None
+    # The value goes in the request's body, once (never in a URL); nothing answers it back.
+    done = common.api(args).put(f"{_path(args)}/{args.name}", {"value": value})
+    changeset = done["changeset"]
     if args.json:
-        output.print_json({"secret": args.name, "change": change.value, "changeset": changeset})
+        output.print_json({"secret": args.name, "change": done["change"], "changeset": changeset})
         return 0
     output.echo(f"secret {args.name} set for {args.project}/{args.env}")
     if changeset is not None:
@@ -74,27 +56,13 @@ def secret_set(args: argparse.Namespace) -> int:
 
 
 def secret_delete(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        who = common.actor(args, session)
-        project = projects.get(session, args.project)
-        secrets.delete(session, project.id, args.env, args.name)
-        common.audit(
-            ctx,
-            session,
-            who,
-            AdminAction.SECRET_DELETE,
-            f"{args.project}/{args.env} {args.name}",
-            f"Secret {args.name} deleted",
-            project=project,
-        )
+    common.api(args).delete(f"{_path(args)}/{args.name}")
     output.echo(f"secret {args.name} deleted from {args.project}/{args.env}")
     return 0
 
 
 def secret_list(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        project = projects.get(session, args.project)
-        names = sorted(secrets.names(session, project.id, args.env))
+    names = common.api(args).get(_path(args))["secrets"]
     if args.json:
         output.print_json({"secrets": names})
     else:

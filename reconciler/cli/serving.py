@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import sys
+from collections.abc import Callable
 
 from reconciler.cli import common
+from reconciler.lazy import Part
+
+SERVE = Part(
+    "reconciler.serving", "serve_and_exit"
+)  # the web app, the scheduler: this command only
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -34,11 +37,10 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from reconciler import serving
-
     if not 0 < args.port < 65536:
         raise SystemExit(f"error: --port {args.port} is not a port number")
-    code = serving.serve(
+    serve_and_exit: Callable[..., int] = SERVE.get()
+    return serve_and_exit(
         common.load_settings(args),
         unknown=common.unknown_settings(),
         host=args.host,
@@ -46,9 +48,3 @@ def serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         json_logs=None if args.log_format is None else args.log_format == "json",
     )
-    # Everything is closed by now; skip the interpreter's teardown (seconds of garbage
-    # collection on a busy node), so a stop always fits in Kubernetes' grace period.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

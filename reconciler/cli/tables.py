@@ -19,12 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from reconciler import numbers
 from reconciler.cli import output
+from reconciler.lazy import Part
+
+# rich draws the tables; loaded when the first one is drawn (``nebula --help`` draws none).
+CONSOLE = Part("rich.console", "Console")
+TABLE = Part("rich.table", "Table")
+TEXT = Part("rich.text", "Text")
 
 Row = Mapping[str, Any]
 _UNLIMITED = 10_000  # a pipe's width: no wrapping at all
@@ -121,7 +123,8 @@ def render(rows: Sequence[Row], columns: Sequence[Column], *, stream: Any = None
     shown_columns = [c for c in columns if output.wide() or not c.only_wide]
     cells = [[column.cell(row) for column in shown_columns] for row in rows]
     widths, total = _layout(cells, shown_columns, _width(target))
-    table = Table(
+    text = TEXT.get()
+    table = TABLE.get()(
         box=None,
         show_edge=False,
         pad_edge=False,
@@ -137,9 +140,9 @@ def render(rows: Sequence[Row], columns: Sequence[Column], *, stream: Any = None
             width=width,
         )
     for row_cells in cells:
-        table.add_row(*(Text(cell) for cell in row_cells))
+        table.add_row(*(text(cell) for cell in row_cells))
     buffer = io.StringIO()
-    console = Console(
+    console = CONSOLE.get()(
         file=buffer,
         width=total + _GAP,
         force_terminal=terminal,

@@ -1,21 +1,23 @@
 """``nebula token create|list|revoke``: API tokens, printed once, stored hashed, listed without
-themselves (member, role, created, last used)."""
+themselves (member, role, name, created, expires, last used).
+
+Remotely a token is created for the signed-in member; locally for ``--as NAME``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from reconciler.admin import members
 from reconciler.cli import common, output, tables
-from reconciler.core.states import AdminAction
-from reconciler.views import iso
 
 TOKEN_COLUMNS = (
     tables.Column("id", "id"),
     tables.Column("member", "member"),
     tables.Column("role", "role"),
+    tables.Column("name", "name"),
     tables.Column("created", "created_at"),
+    tables.Column("expires", lambda r: r["expires_at"] or "never"),
     tables.Column("last used", lambda r: r["last_used_at"] or "never"),
 )
 
@@ -25,50 +27,41 @@ def register(subparsers: common.Subparsers) -> None:
         dest="token_command", metavar="COMMAND", required=True
     )
     p = common.command(token, "create", token_create, "create an API token (printed once)")
-    common.add_as(p, required=True)
+    p.add_argument(
+        "--expires", type=_lifetime, metavar="DURATION", help="refused after this long, e.g. 30d"
+    )
+    p.add_argument("--name", help="what it is for, e.g. ci or laptop")
+    p.add_argument("--member", help="for another member (an admin; an owner's: an owner), remotely")
     common.add_json(p)
     p = common.command(token, "list", token_list, "tokens: member, role, created, last used")
     p.add_argument("--member", help="only this member's tokens")
     common.add_json(p)
     p = common.command(token, "revoke", token_revoke, "revoke a token (by its id in the list)")
     p.add_argument("id")
-    common.add_as(p)
     common.add_json(p)
 
 
+def _lifetime(text: str) -> str:
+    common.duration("--expires")(text)
+    return text.strip()
+
+
 def token_create(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        token = members.create_token(session, ctx.clock, args.actor)
-        (row,) = members.tokens(session, members.get(session, args.actor))[-1:]
-        common.audit(
-            ctx,
-            session,
-            args.actor,
-            AdminAction.TOKEN_CREATE,
-            f"token {row.id}",
-            f"API token {row.id} created for {args.actor}",
-        )
+    body = {"member": args.member or args.actor, "name": args.name, "expires": args.expires}
+    created = common.api(args).post("/api/v1/tokens", body)
     if args.json:
-        output.print_json({"member": args.actor, "token": token})
+        output.print_json(created)
     else:
-        output.echo(token)
-        sys.stderr.write("This token is shown once; store it now.\n")
+        output.echo(created["token"])
+        expires = f"; it expires {created['expires_at']}" if created["expires_at"] else ""
+        sys.stderr.write(
+            f"Token {created['id']} for {created['member']} is shown once; store it now{expires}.\n"
+        )
     return 0
 
 
 def token_list(args: argparse.Namespace) -> int:
-    with common.reading(args) as (_, session):
-        member = members.get(session, args.member) if args.member else None
-        rows = [
-            {
-                "id": str(t.id),
-                "member": t.member.name,
-                "role": t.member.role,
-                "created_at": iso(t.created_at),
-                "last_used_at": iso(t.last_used_at),
-            }
-            for t in members.tokens(session, member)
-        ]
+    rows = common.api(args).get("/api/v1/tokens", member=args.member)["tokens"]
     if args.json:
         output.print_json({"tokens": rows})
     else:
@@ -77,20 +70,10 @@ def token_list(args: argparse.Namespace) -> int:
 
 
 def token_revoke(args: argparse.Namespace) -> int:
-    with common.transaction(args) as (ctx, session):
-        who = common.actor(args, session)
-        row = members.revoke_token(session, common.parse_id(args.id, "token"))
-        owner = row.member.name
-        common.audit(
-            ctx,
-            session,
-            who,
-            AdminAction.TOKEN_REVOKE,
-            f"token {row.id}",
-            f"API token {row.id} of {owner} revoked",
-        )
+    token_id = common.parse_id(args.id, "token")
+    revoked = common.api(args).delete(f"/api/v1/tokens/{token_id}")["token"]
     if args.json:
-        output.print_json({"token": {"id": str(row.id), "member": owner, "revoked": True}})
+        output.print_json({"token": revoked})
     else:
-        output.echo(f"token {args.id} of {owner} revoked")
+        output.echo(f"token {revoked['id']} of {revoked['member']} revoked")
     return 0

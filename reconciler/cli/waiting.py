@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING, Any
 
 from reconciler.cli import common, output
 from reconciler.core.states import ChangeSetState, DeploymentState
 from reconciler.durations import format_duration
-from reconciler.errors import NotFoundError
-from reconciler.requests import changesets
-from reconciler.store import schema
 
-LOOK_EVERY = 1.0  # seconds between two reads of the store
+if TYPE_CHECKING:
+    from reconciler.client.http import Api
+
+LOOK_EVERY = 1.0  # seconds between two looks (each one read of the API)
 
 
 @dataclass(frozen=True)
@@ -41,72 +41,62 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_timeout(p, "10m", "give up after this long: exit 3 (default 10m)")
 
 
-def _deployment_line(d: schema.Deployment) -> str:
-    text = f"deployment {d.id}: {d.unit.name} {d.release.name} {d.state}"
-    return text + (f" ({d.blocker}: {d.message})" if d.blocker and d.message else "")
+def _deployment_line(d: dict[str, Any]) -> str:
+    text = f"deployment {d['id']}: {d['service']} {d['release']} {d['state']}"
+    return text + (f" ({d['blocker']}: {d['message']})" if d["blocker"] and d["message"] else "")
 
 
-def _look_deployment(session: Session, deployment_id: int) -> Seen:
-    d = session.get(schema.Deployment, deployment_id)
-    if d is None:
-        raise NotFoundError(
-            f"No deployment {deployment_id}", hint="list them with: nebula deployments"
-        )
-    state = DeploymentState(d.state)
+def _look_deployment(api: Api, deployment_id: int) -> Seen:
+    d = api.get(f"/api/v1/deployments/{deployment_id}")["deployment"]
+    state = DeploymentState(d["state"])
     return Seen(
-        f"deployment {d.id}",
-        d.state,
+        f"deployment {d['id']}",
+        d["state"],
         (_deployment_line(d),),
         done=state.is_final,
         ok=state is DeploymentState.HEALTHY,
-        message=d.message or f"deployment {d.id} ended {d.state}",
+        message=d["message"] or f"deployment {d['id']} ended {d['state']}",
     )
 
 
-def _look_changeset(session: Session, changeset_id: int) -> Seen:
-    c = changesets.get(session, changeset_id)
-    state = ChangeSetState(c.state)
-    deployments = changesets.deployments_of(session, c.id)
-    lines = (f"change set {c.id}: {c.state}", *(_deployment_line(d) for d in deployments))
-    what = f"change set {c.id}"
+def _look_changeset(api: Api, changeset_id: int) -> Seen:
+    c = api.get(f"/api/v1/changesets/{changeset_id}")["changeset"]
+    state = ChangeSetState(c["state"])
+    deployments = api.get("/api/v1/deployments", changeset=changeset_id, limit=5000)["deployments"]
+    lines = (f"change set {c['id']}: {c['state']}", *(_deployment_line(d) for d in deployments))
+    what = f"change set {c['id']}"
     if state.is_open:
-        return Seen(what, c.state, lines, done=False, ok=False)
+        return Seen(what, c["state"], lines, done=False, ok=False)
     if state is not ChangeSetState.APPLIED:
-        message = c.note or f"change set {c.id} {c.state}"
-        return Seen(what, c.state, lines, done=True, ok=False, message=message)
-    ended = [d for d in deployments if DeploymentState(d.state).is_final]
-    bad = [d for d in ended if d.state != DeploymentState.HEALTHY]
+        message = c["note"] or f"change set {c['id']} {c['state']}"
+        return Seen(what, c["state"], lines, done=True, ok=False, message=message)
+    ended = [d for d in deployments if DeploymentState(d["state"]).is_final]
+    bad = [d for d in ended if d["state"] != DeploymentState.HEALTHY]
     if bad:
         first = bad[0]
-        why = first.message or first.state
-        message = f"{first.unit.name} {first.release.name} ended {first.state}: {why}"
+        why = first["message"] or first["state"]
+        message = f"{first['service']} {first['release']} ended {first['state']}: {why}"
         done = len(ended) == len(deployments)
-        return Seen(what, c.state, lines, done=done, ok=False, message=message)
-    return Seen(what, c.state, lines, done=len(ended) == len(deployments), ok=True)
+        return Seen(what, c["state"], lines, done=done, ok=False, message=message)
+    return Seen(what, c["state"], lines, done=len(ended) == len(deployments), ok=True)
 
 
 def wait(args: argparse.Namespace) -> int:
     if (args.id is None) == (args.changeset is None):
         output.error("give a deployment id or --changeset ID (one of them)")
         return output.EXIT_USAGE
-    ctx = common.context(args)
+    api = common.api(args)
+    look: Callable[[], Seen]
     if args.changeset is not None:
         changeset_id = common.parse_id(args.changeset, "change set")
-
-        def look(session: Session) -> Seen:
-            return _look_changeset(session, changeset_id)
-
+        look = lambda: _look_changeset(api, changeset_id)  # noqa: E731
     else:
         deployment_id = common.parse_id(args.id, "deployment")
-
-        def look(session: Session) -> Seen:
-            return _look_deployment(session, deployment_id)
-
+        look = lambda: _look_deployment(api, deployment_id)  # noqa: E731
     deadline = time.monotonic() + args.timeout.total_seconds()
     printed: dict[int, str] = {}
     while True:
-        with ctx.db.reading() as session:
-            seen = look(session)
+        seen = look()
         for number, line in enumerate(seen.lines):
             if printed.get(number) != line:
                 output.echo(line)

@@ -170,13 +170,31 @@ class ApprovalRule(StrEnum):
 
 
 class Role(StrEnum):
+    """A member's standing in the organization, highest first (behaviour.md "People, roles
+    and grants"): owners and admins hold every grant everywhere; a member deploys in
+    unprotected environments and holds what is granted; a viewer reads and acts on nothing."""
+
     OWNER = "owner"
     ADMIN = "admin"
     MEMBER = "member"
+    VIEWER = "viewer"
 
     @property
     def can_decide(self) -> bool:
+        """An admin or an owner: holds both grants everywhere and administers."""
         return self in (Role.OWNER, Role.ADMIN)
+
+    @property
+    def acts(self) -> bool:
+        """Anything but a viewer may act (within its grants)."""
+        return self is not Role.VIEWER
+
+
+class GrantKind(StrEnum):
+    """What a grant lets a member do in a project or one of its environments."""
+
+    DEPLOY = "deploy"  # apply change sets, redeploy, roll back, promote, cancel there
+    APPROVE = "approve"  # decide that environment's approvals
 
 
 class ReleaseStatus(StrEnum):
@@ -249,6 +267,8 @@ class AdminAction(StrEnum):
     DRIFT = "drift"  # a unit's live objects began to differ from its release (actor nebula)
     DRIFT_CLEARED = "drift.cleared"  # ... and agree with it again
     SELF_HEAL = "self-heal"  # its drifted objects applied again (actor nebula)
+    GRANT_ADD = "grant.add"  # a member may deploy or approve in a project or environment
+    GRANT_REMOVE = "grant.remove"
 
 
 class HistoryState(StrEnum):

@@ -10,19 +10,21 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from reconciler.admin import members, projects
+from reconciler.admin import principals, projects
 from reconciler.context import Context
-from reconciler.core import approving
+from reconciler.core import approving, rights
+from reconciler.core.rights import Principal
 from reconciler.core.states import (
     AdminAction,
     ApprovalTarget,
     DeploymentKind,
     DeploymentState,
+    GrantKind,
     ReleaseStatus,
 )
 from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
-from reconciler.errors import ConflictError, ForbiddenError, GateError, NotFoundError
+from reconciler.errors import ConflictError, GateError, NotFoundError
 from reconciler.model.frozen import FrozenRelease
 from reconciler.requests import approvals, gates, guards, starting
 from reconciler.store import events, schema
@@ -51,7 +53,9 @@ def request(
     guards.check_freeze(session, ctx.clock, env, kind)
     outcome = None
     if env.protected:
-        outcome = approvals.evaluate(session, kind, requester, (unit.skip_production_approval,))
+        outcome = approvals.evaluate(
+            session, env, kind, requester, (unit.skip_production_approval,)
+        )
     passes = outcome is None or outcome.rule is not None
     if passes:
         ending = [
@@ -103,10 +107,14 @@ def request(
     return result
 
 
-def _unit(session: Session, slug: str, service: str, env_name: str) -> schema.Unit:
-    project = projects.get(session, slug)
-    env = projects.environment(session, project, env_name)
-    return projects.unit(session, env, service)
+def _environment(
+    session: Session, slug: str, env_name: str, who: Principal, verb: str
+) -> schema.Environment:
+    """The environment asked of, once ``who`` may deploy there: who may not learns no more
+    than that (not which services or releases it has)."""
+    env = projects.environment(session, projects.get(session, slug), env_name)
+    rights.require(who, GrantKind.DEPLOY, principals.where(env), verb=verb)
+    return env
 
 
 def rollback(
@@ -116,12 +124,12 @@ def rollback(
     service: str,
     env_name: str,
     to: str | None,
-    requester: str,
+    who: Principal,
 ) -> Requested:
-    unit = _unit(session, slug, service, env_name)
+    unit = projects.unit(session, _environment(session, slug, env_name, who, "roll back"), service)
     available = releases.available_for_rollback(session, unit)
     target = _rollback_target(session, unit, available, f"{service} in {env_name}", to)
-    return request(session, ctx, unit, target, DeploymentKind.ROLLBACK, requester)
+    return request(session, ctx, unit, target, DeploymentKind.ROLLBACK, who.name)
 
 
 def _rollback_target(
@@ -162,7 +170,7 @@ def promote(
     service: str,
     source_env: str,
     target_env: str,
-    requester: str,
+    who: Principal,
     *,
     skip_gate: bool = False,
 ) -> Requested:
@@ -177,9 +185,8 @@ def promote(
             hint=f"to deploy the same image again, use: nebula redeploy {slug} {service} "
             f"--env {source_env}",
         )
-    source = _unit(session, slug, service, source_env)
-    project = projects.get(session, slug)
-    env = projects.environment(session, project, target_env)
+    env = _environment(session, slug, target_env, who, "promote")
+    source = projects.unit(session, projects.environment(session, env.project, source_env), service)
     guards.check_suspended(env)
     if source.active_release is None:
         raise ConflictError(f"{service} has no active release in {source_env} to promote")
@@ -200,13 +207,8 @@ def promote(
             refused,  # the gate's own words, as behaviour.md gives them
             hint="wait until it has soaked, or (an admin or owner) pass --skip-gate",
         )
-    if refused is not None:
-        role = members.role_of(session, requester)
-        if role is None or not role.can_decide:
-            raise ForbiddenError(
-                f"Only an admin or owner can skip the promotion gate ({requester} is "
-                f"{role.value if role else 'not a member'}). Not promoted: {refused}"
-            )
+    if refused is not None:  # skipped: that is an admin's call
+        rights.require_admin(who, f"skip the promotion gate ({refused})")
     release = releases.create(
         session,
         ctx.clock,
@@ -215,14 +217,14 @@ def promote(
         f"promoted from {source_env} {source.active_release.name}",
     )
     return request(
-        session, ctx, target, release, DeploymentKind.PROMOTE, requester, skipped_gate=refused
+        session, ctx, target, release, DeploymentKind.PROMOTE, who.name, skipped_gate=refused
     )
 
 
 def redeploy(
-    session: Session, ctx: Context, slug: str, service: str, env_name: str, requester: str
+    session: Session, ctx: Context, slug: str, service: str, env_name: str, who: Principal
 ) -> Requested:
-    unit = _unit(session, slug, service, env_name)
+    unit = projects.unit(session, _environment(session, slug, env_name, who, "redeploy"), service)
     guards.check_suspended(unit.environment)
     active = unit.active_release
     if active is None:
@@ -232,24 +234,20 @@ def redeploy(
     release = releases.create(
         session, ctx.clock, unit, releases.frozen(active), f"redeploy of {active.name}"
     )
-    return request(session, ctx, unit, release, DeploymentKind.DEPLOY, requester)
+    return request(session, ctx, unit, release, DeploymentKind.DEPLOY, who.name)
 
 
-def cancel(
-    session: Session, ctx: Context, deployment_id: int, requester: str | None
-) -> schema.Deployment:
+def cancel(session: Session, ctx: Context, deployment_id: int, who: Principal) -> schema.Deployment:
     deployment = session.get(schema.Deployment, deployment_id, with_for_update=True)
     if deployment is None:
         raise NotFoundError(
             f"No deployment {deployment_id}", hint="list them with: nebula deployments"
         )
-    who = requester or "cli"
     approving.check_canceller(
         who,
-        members.role_of(session, who),
         deployment.requested_by,
-        protected=deployment.environment.protected,
+        principals.where(deployment.environment),
         deployment=deployment.id,
     )
-    starting.cancel(session, ctx.clock, deployment, requester)
+    starting.cancel(session, ctx.clock, deployment, who.name)
     return deployment

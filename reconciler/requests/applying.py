@@ -153,7 +153,7 @@ def apply(
     outcome: approving.Outcome | None = None
     if env.protected:
         flags = tuple(units[n].skip_production_approval if n in units else False for n in order)
-        outcome = approvals.evaluate(session, None, requester, flags)
+        outcome = approvals.evaluate(session, env, None, requester, flags)
     passes = outcome is None or outcome.rule is not None
     refused = (
         _drifted(changeset, units)

@@ -11,35 +11,41 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from notifiers import notices
-from reconciler.admin import members, policies
+from reconciler.admin import members, policies, principals
 from reconciler.clock import Clock
-from reconciler.core import approving, messages, transitions
+from reconciler.core import approving, messages, rights, transitions
 from reconciler.core.states import (
     ApprovalState,
     ApprovalTarget,
     DecisionChannel,
     DeploymentKind,
     DeploymentState,
+    GrantKind,
 )
 from reconciler.engine import recording
 from reconciler.errors import NotFoundError
 from reconciler.settings import Settings
 from reconciler.store import events, schema
-from reconciler.store.listing import rows as listing_rows
+from reconciler.store import listing as listings
 
 
 def evaluate(
     session: Session,
+    environment: schema.Environment,
     kind: DeploymentKind | None,
     requester: str,
     skip_flags: tuple[bool, ...],
 ) -> approving.Outcome:
+    member = members.find(session, requester)
+    decides = member is not None and rights.holds(
+        principals.of_member(session, member), GrantKind.APPROVE, principals.where(environment)
+    )
     request = approving.Request(
         kind=kind,
         requester=requester,
-        requester_role=members.role_of(session, requester),
+        requester_decides=decides,
         skip_production_approval=skip_flags,
-        deciders=members.deciders(session),
+        deciders=principals.deciders(session, environment),
     )
     return approving.evaluate(request, policies.load(session))
 
@@ -110,11 +116,7 @@ def pending_for(session: Session, target: ApprovalTarget, target_id: int) -> sch
 
 
 def for_target(session: Session, target: ApprovalTarget, target_id: int) -> schema.Approval | None:
-    return session.scalars(
-        select(schema.Approval)
-        .where(schema.Approval.target == target.value, schema.Approval.target_id == target_id)
-        .order_by(schema.Approval.id.desc())
-    ).first()
+    return listings.newest_approval(session, target, target_id)
 
 
 def close(
@@ -159,7 +161,7 @@ def cancel_for(
 def listing(
     session: Session, project_id: int | None = None, state: ApprovalState | None = None
 ) -> list[schema.Approval]:
-    return listing_rows(session, schema.Approval, project_id, state)
+    return listings.rows(session, schema.Approval, project_id, state)
 
 
 def due(session: Session, clock: Clock) -> list[schema.Approval]:
@@ -190,7 +192,13 @@ def refresh_waiting(session: Session, clock: Clock) -> int:
         approval = pending_for(session, ApprovalTarget.DEPLOYMENT, deployment.id)
         if approval is None:
             continue
-        outcome = evaluate(session, DeploymentKind(deployment.kind), approval.requested_by, ())
+        outcome = evaluate(
+            session,
+            deployment.environment,
+            DeploymentKind(deployment.kind),
+            approval.requested_by,
+            (),
+        )
         # (A rule that would now pass it at once does not decide it after the fact: the
         # requester can approve it now, and the message says it waits.)
         message = outcome.message if outcome.rule is None else messages.WAITING_FOR_APPROVAL

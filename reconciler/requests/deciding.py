@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from reconciler.admin import members, policies
+from reconciler.admin import policies, principals
 from reconciler.context import Context
 from reconciler.core import approving
+from reconciler.core.rights import Principal
 from reconciler.core.states import (
     ApprovalState,
     ApprovalTarget,
@@ -50,22 +51,28 @@ def decide(
     session: Session,
     ctx: Context,
     approval_id: int,
-    decider: str,
+    who: Principal,
     *,
     approve: bool,
     via: DecisionChannel,
     reason: str | None = None,
 ) -> Decision:
-    """Approve or reject; refused (and nothing changes) for a decided approval, a member who
-    may not decide, a suspension, a freeze, or the concurrency cap."""
+    """Approve or reject as ``who``; refused (and nothing changes) for a decided approval,
+    someone without the approve grant there, one's own request (``forbid_self_approval``), a
+    suspension, a freeze, or the concurrency cap."""
     approval = approvals.get(session, approval_id, lock=True)
     if approval.state == ApprovalState.PENDING.value and approval.expires_at <= ctx.clock.now():
         expire(session, ctx, approval)
     if approval.state != ApprovalState.PENDING.value:
         raise AlreadyDecidedError(_describe(approval))
     approving.check_decider(
-        decider, members.role_of(session, decider), approval.requested_by, policies.load(session)
+        who,
+        approval.requested_by,
+        policies.load(session),
+        principals.where(approval.environment),
+        approve=approve,
     )
+    decider = who.name
     decision = Decision(approval)
     if not approve:
         approvals.close(

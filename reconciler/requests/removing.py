@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from reconciler.admin import auditing, members, projects
+from reconciler.admin import auditing, grants, projects
 from reconciler.context import Context
+from reconciler.core import rights
+from reconciler.core.rights import Principal
 from reconciler.core.states import (
     AdminAction,
     ApprovalState,
@@ -26,7 +28,7 @@ from reconciler.core.states import (
     ServiceStatus,
 )
 from reconciler.engine import removing as engine_removing
-from reconciler.errors import ConflictError, ForbiddenError
+from reconciler.errors import ConflictError
 from reconciler.requests import approvals, changesets, starting
 from reconciler.store import schema
 
@@ -38,14 +40,10 @@ class Removal:
     waiting: tuple[str, ...]  # ``env/unit`` still pending-teardown (cluster unreachable)
 
 
-def request(session: Session, ctx: Context, slug: str, actor: str) -> schema.Project:
+def request(session: Session, ctx: Context, slug: str, who: Principal) -> schema.Project:
     """Begin removing ``slug`` (again is harmless: it goes on where it was)."""
-    role = members.role_of(session, actor)
-    if role is None or not role.can_decide:
-        raise ForbiddenError(
-            f"Only an admin or owner can remove a project (acting as {actor})",
-            hint="pass --as an admin or owner",
-        )
+    rights.require_admin(who, "remove projects")
+    actor = who.name
     project = projects.get(session, slug)
     if project.removing_at is not None:
         return project
@@ -162,6 +160,7 @@ def _forget(session: Session, ctx: Context, project: schema.Project) -> None:
         delete(schema.WebhookDelivery).where(schema.WebhookDelivery.project_id == pid),
     ):
         session.execute(statement)
+    grants.forget_project(session, pid)
     slug, by = project.slug, project.removing_by or "nebula"
     session.delete(project)
     auditing.record(

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler.admin import members, projects
+from reconciler.admin import projects
 from reconciler.context import Context
+from reconciler.core import rights
+from reconciler.core.rights import Principal
 from reconciler.core.states import ChangeSetState
-from reconciler.errors import ConfigurationError, ConflictError, ForbiddenError
+from reconciler.errors import ConfigurationError, ConflictError
 from reconciler.requests import proceeding
 from reconciler.store import events, schema
 
@@ -46,24 +48,19 @@ class Outcome:
         return f"{self.project.slug}/{env.name}" if env is not None else self.project.slug
 
 
-def _target(session: Session, slug: str, env_name: str | None, who: str) -> Outcome:
-    role = members.role_of(session, who)
-    if role is None or not role.can_decide:
-        shown = f"{who} is a {role.value}" if role is not None else f"{who} is not a member"
-        raise ForbiddenError(
-            f"Only an admin or owner can suspend or resume a project; {shown}.",
-            hint="pass --as an admin or owner",
-        )
+def _target(session: Session, slug: str, env_name: str | None, who: Principal) -> Outcome:
+    rights.require_admin(who, "suspend or resume projects")
     project = projects.get(session, slug)
     env = projects.environment(session, project, env_name) if env_name is not None else None
     return Outcome(project, env)
 
 
 def suspend(
-    session: Session, ctx: Context, slug: str, env_name: str | None, reason: str, who: str
+    session: Session, ctx: Context, slug: str, env_name: str | None, reason: str, who: Principal
 ) -> Outcome:
     """Suspend ``slug`` (or its environment ``env_name``) as ``who``, an admin or owner."""
     outcome = _target(session, slug, env_name, who)
+    actor = who.name
     text = " ".join(reason.split())
     if not text:
         raise ConfigurationError(
@@ -78,19 +75,21 @@ def suspend(
             f"{outcome.where} is already suspended ({current.message})",
             hint=f"resume it first: nebula resume {_args(outcome)} --as NAME",
         )
-    row.suspended_by, row.suspended_at, row.suspended_reason = who, ctx.clock.now(), text
+    row.suspended_by, row.suspended_at, row.suspended_reason = actor, ctx.clock.now(), text
     events.suspension(
         session,
         ctx.clock.now(),
         row,
         f"Suspended {outcome.where}: {text}",
-        actor=who,
+        actor=actor,
         suspended=True,
     )
     return outcome
 
 
-def resume(session: Session, ctx: Context, slug: str, env_name: str | None, who: str) -> Outcome:
+def resume(
+    session: Session, ctx: Context, slug: str, env_name: str | None, who: Principal
+) -> Outcome:
     """Resume ``slug`` (or one environment) as ``who``; in each environment no longer held,
     the newest draft change set the suspension held goes on by the normal rules."""
     outcome = _target(session, slug, env_name, who)
@@ -101,7 +100,7 @@ def resume(session: Session, ctx: Context, slug: str, env_name: str | None, who:
         raise ConflictError(f"{outcome.where} is not suspended{extra}")
     row.suspended_by = row.suspended_at = row.suspended_reason = None
     events.suspension(
-        session, ctx.clock.now(), row, f"Resumed {outcome.where}", actor=who, suspended=False
+        session, ctx.clock.now(), row, f"Resumed {outcome.where}", actor=who.name, suspended=False
     )
     session.flush()
     environments = [outcome.environment] if outcome.environment else outcome.project.environments

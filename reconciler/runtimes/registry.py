@@ -1,14 +1,24 @@
-"""Which cluster an environment deploys to: the simulated one, or a kubeconfig context."""
+"""Which cluster an environment deploys to: the simulated one, or a kubeconfig context.
+
+The Kubernetes runtime (and the official client under it, a third of a second to import) is
+loaded by name (``KUBERNETES``) the first time an environment needs it: a command on the
+simulated cluster, or one that never reaches a cluster, does not pay for it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from reconciler.clock import Clock
-from reconciler.runtimes import faults, kubernetes
+from reconciler.lazy import Part
+from reconciler.runtimes import faults
 from reconciler.runtimes.cluster import Cluster
 from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.settings import Settings
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
+
+KUBERNETES = Part("reconciler.runtimes.kubernetes", "connect")
 
 
 class Clusters:
@@ -49,7 +59,8 @@ class Clusters:
         context = (contexts or {}).get(environment)
         cluster = self._by_context.get(context)
         if cluster is None:
-            cluster = kubernetes.connect(
+            connect: Callable[..., Cluster] = KUBERNETES.get()
+            cluster = connect(
                 context=context, clock=self.clock, settings=self.settings, watch=self.watch
             )
             self._by_context[context] = cluster

@@ -1,5 +1,6 @@
 """Listings of per-project rows (change sets, approvals): oldest first, optionally one
-project's, optionally in one state, filtered in the query rather than after it."""
+project's, optionally in one state, filtered in the query rather than after it; and the
+newest approval of a target (what a view shows beside it)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,11 @@ def rows(
     if state is not None:
         query = query.where(model.state == state.value)
     return list(session.scalars(query))
+
+
+def newest_approval(session: Session, target: StrEnum, target_id: int) -> schema.Approval | None:
+    return session.scalars(
+        select(schema.Approval)
+        .where(schema.Approval.target == target.value, schema.Approval.target_id == target_id)
+        .order_by(schema.Approval.id.desc())
+    ).first()

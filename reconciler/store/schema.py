@@ -8,14 +8,12 @@ Times are stored as UTC.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
     Boolean,
-    DateTime,
-    Dialect,
     ForeignKey,
     Index,
     Integer,
@@ -24,67 +22,31 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+# The declarative base and the organization's tables live in modules of their own; they are
+# named here too, so that every table is ``schema.X``.
+from reconciler.store.base import Base, UTCDateTime
+from reconciler.store.organization import ApiToken, FreezeWindowRow, Member, Setting
+
+__all__ = ["ApiToken", "Base", "FreezeWindowRow", "Member", "Setting", "UTCDateTime"]
 
 
-class UTCDateTime(TypeDecorator[datetime]):
-    """Stored as naive UTC everywhere (SQLite keeps no zone); read back as aware UTC."""
+class GrantRow(Base):
+    """A member may deploy or approve in a project (``environment`` null) or one of its
+    environments; owners and admins hold both everywhere without one."""
 
-    impl = DateTime
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value
-        return value.astimezone(UTC).replace(tzinfo=None)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        return value.replace(tzinfo=UTC) if value is not None else None
-
-
-class Base(DeclarativeBase):
-    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON}
-
-
-class Member(Base):
-    __tablename__ = "members"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
-    role: Mapped[str] = mapped_column(String(20))
-    slack_id: Mapped[str | None] = mapped_column(String(40), unique=True)
-    created_at: Mapped[datetime]
-
-
-class ApiToken(Base):
-    __tablename__ = "api_tokens"
+    __tablename__ = "grants"
+    __table_args__ = (Index("ix_grants_member", "member_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     member_id: Mapped[int] = mapped_column(ForeignKey("members.id"))
-    prefix: Mapped[str] = mapped_column(String(16), unique=True)
-    digest: Mapped[str] = mapped_column(String(64))  # sha256 of the whole token
+    kind: Mapped[str] = mapped_column(String(20))  # GrantKind
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
+    environment: Mapped[str | None] = mapped_column(String(100))
     created_at: Mapped[datetime]
-    last_used_at: Mapped[datetime | None]
+    created_by: Mapped[str] = mapped_column(String(100))
     member: Mapped[Member] = relationship()
-
-
-class Setting(Base):
-    """Organization policies and server-side settings, as text."""
-
-    __tablename__ = "settings"
-    key: Mapped[str] = mapped_column(String(100), primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
-
-
-class FreezeWindowRow(Base):
-    __tablename__ = "freeze_windows"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    days: Mapped[str] = mapped_column(String(40))
-    start: Mapped[str] = mapped_column(String(5))
-    end: Mapped[str] = mapped_column(String(5))
-    zone: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime]
+    project: Mapped[Project] = relationship()
 
 
 class Project(Base):

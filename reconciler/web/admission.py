@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reconciler import numbers
-from reconciler.admin import members
+from reconciler.admin import tokens
 from reconciler.errors import NebulaError, UnauthorizedError
 from reconciler.numbers import KIB, MIB, format_size
 from reconciler.web import error_responses
@@ -106,7 +106,9 @@ class Admission:
         scheme, _, token = (_header(scope, b"authorization") or "").partition(" ")
         try:
             with self.state.ctx.db.reading() as session:
-                members.verify(session, token if scheme.lower() == "bearer" else None)
+                tokens.verify(
+                    session, self.state.ctx.clock, token if scheme.lower() == "bearer" else None
+                )
         except NebulaError as exc:
             return Refusal.of(exc)
         return None

@@ -18,14 +18,13 @@ import reconciler
 from reconciler.context import Context
 from reconciler.scheduling import Scheduler
 from reconciler.web import (
-    acting,
     admission,
-    api,
     conventions,
     error_responses,
     hooks,
     operations,
     pages,
+    routing,
     slack,
 )
 from reconciler.web.appstate import AppState
@@ -45,11 +44,16 @@ SECURITY_HEADERS = {
 }
 
 DESCRIPTION = """\
-Nebula's JSON API: the same documents `nebula ... --json` prints.
+Nebula's JSON API: the same documents `nebula ... -o json` prints, and a route for every
+command (`nebula login URL` makes the command line use them).
 
-Reads need no token. Writes (approve, reject, rollback, promote, redeploy, cancel) need
-`Authorization: Bearer <token>` from `nebula token create --as NAME`; the token's member acts.
-Errors are `{"error": {"code", "message"}}` with 401, 403, 404, 409 or 422.
+What the status page shows (projects, status, deployments, change sets, approvals, history,
+diff) is as public as the page. The audit, members, grants, tokens, policies and freezes, and
+every act, need `Authorization: Bearer <token>` (`nebula token create`): the token's member
+acts, with the role and grants they have at the moment of the request.
+Errors are `{"error": "...", "hint": "...", "code": "..."}` with 401 (no valid token),
+403 (the message names what is missing), 404, 409 (refused: a freeze, a policy, a state),
+413 or 422.
 """
 
 
@@ -79,8 +83,7 @@ def create_app(
     )
     app.state.nebula = state
     error_responses.install(app)
-    app.include_router(api.router)
-    app.include_router(acting.router)
+    app.include_router(routing.router())
     app.include_router(hooks.router)
     app.include_router(operations.router)
     app.include_router(pages.router)

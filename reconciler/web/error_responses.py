@@ -1,10 +1,8 @@
 """Our errors as HTTP responses: one JSON body shape for the API, an HTML page for people.
 
-``{"error": {"code", "message"}}`` with the status the error's class calls for:
-
-    UnauthorizedError -> 401     ForbiddenError -> 403     NotFoundError -> 404
-    other RefusedError -> 409    ConfigurationError, a request that does not validate -> 422
-    TransientError, StoreError -> 503        anything unexpected -> 500 (logged, details not sent)
+``{"error": "<message>", "hint": "<what to do>" | null, "code": "<machine-readable>"}``, with
+the status the error's class calls for (``wire``); a request that does not validate is 422,
+anything unexpected 500 (logged, details not sent).
 """
 
 from __future__ import annotations
@@ -18,30 +16,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from reconciler.errors import (
-    ConfigurationError,
-    ForbiddenError,
-    NebulaError,
-    NotFoundError,
-    RefusedError,
-    StoreError,
-    TransientError,
-    UnauthorizedError,
-)
+from reconciler import wire
+from reconciler.errors import NebulaError
 from reconciler.web import models, templating
 
 log = logging.getLogger("nebula.web")
-
-# (class, status), most specific first.
-STATUSES: tuple[tuple[type[NebulaError], int], ...] = (
-    (UnauthorizedError, 401),
-    (ForbiddenError, 403),
-    (NotFoundError, 404),
-    (RefusedError, 409),
-    (ConfigurationError, 422),
-    (TransientError, 503),
-    (StoreError, 503),
-)
 
 _HTTP_CODES = {
     404: "not-found",
@@ -52,18 +31,14 @@ _HTTP_CODES = {
 }
 
 
-def status_of(error: NebulaError) -> int:
-    for cls, status in STATUSES:
-        if isinstance(error, cls):
-            return status
-    return 500
+status_of = wire.status_of
 
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """``responses=`` for a route: the error statuses it may answer, with the body's schema."""
     descriptions = {
         401: "missing or invalid bearer token",
-        403: "the member's role does not allow it",
+        403: "the member's role or grants do not allow it (the message names what is missing)",
         404: "no such project, deployment, change set or approval",
         409: "refused: freeze, concurrency, policy, or a state that does not allow it",
         422: "the request does not validate",
@@ -89,10 +64,7 @@ def respond(
     headers: Mapping[str, str] | None = None,
 ) -> Response:
     if _wants_json(request):
-        detail: dict[str, Any] = {"code": code, "message": message}
-        if hint:
-            detail["hint"] = hint
-        return JSONResponse({"error": detail}, status_code=status, headers=headers)
+        return JSONResponse(wire.body(code, message, hint), status_code=status, headers=headers)
     page = templating.render(
         "error.html", title=f"{status}", status=status, message=message, hint=hint
     )
@@ -127,9 +99,25 @@ def _http(request: Request, exc: Exception) -> Response:
         return respond(request, 422, "invalid-request", f"body: {exc.detail}")
     code = _HTTP_CODES.get(exc.status_code, "error")
     message = str(exc.detail) if exc.detail else code
+    headers = exc.headers
+    if exc.status_code in (404, 405):  # no such route (for this method): not an unknown object
+        code = wire.NO_ROUTE
+    if exc.status_code == 405:  # each method of a path is a route of its own: name them all
+        headers = {"Allow": ", ".join(_allowed(request))}
     if exc.status_code == 404:
         message = f"Nothing at {request.url.path}"
-    return respond(request, exc.status_code, code, message, headers=exc.headers)
+    return respond(request, exc.status_code, code, message, headers=headers)
+
+
+def _allowed(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in request.app.routes:
+        matches = getattr(route, "path_regex", None)
+        if matches is not None and matches.match(request.url.path):
+            methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")  # served as GET without its body (web.conventions)
+    return sorted(methods)
 
 
 def _unexpected(request: Request, exc: Exception) -> Response:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 RELEASE_PATTERN = r"^r-[0-9]{1,9}$"
@@ -20,21 +20,13 @@ class Out(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class In(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
 # -- errors -------------------------------------------------------------------------------
 
 
-class ErrorDetail(Out):
-    code: str = Field(description="machine-readable: unauthorized, forbidden, not-found, ...")
-    message: str = Field(description="what happened and what to do, for a person")
-    hint: str | None = None
-
-
 class ErrorBody(Out):
-    error: ErrorDetail
+    error: str = Field(description="what happened, for a person")
+    hint: str | None = Field(default=None, description="what to do about it, when there is a way")
+    code: str = Field(description="machine-readable: unauthorized, forbidden, not-found, ...")
 
 
 # -- projects and status ------------------------------------------------------------------
@@ -287,57 +279,6 @@ class Suspended(Out):
     environment: str | None = Field(description="null: the whole project")
     suspended: Suspension | None = Field(description="null once resumed")
     changesets: list[ChangeSet] = Field(description="change sets that went on when resumed")
-
-
-# -- request bodies -----------------------------------------------------------------------
-
-
-class Reject(In):
-    reason: str | None = Field(default=None, max_length=2000)
-
-
-# ``env`` is accepted too, as the CLI spells the option (``--env``).
-_ENVIRONMENT = AliasChoices("environment", "env")
-
-
-class Rollback(In):
-    environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
-    to: str | None = Field(
-        default=None, pattern=RELEASE_PATTERN, description="r-N; default: the previous release"
-    )
-
-
-class Promote(In):
-    source: str = Field(alias="from", pattern=NAME_PATTERN, description="source environment")
-    target: str = Field(alias="to", pattern=NAME_PATTERN, description="target environment")
-    skip_gate: bool = Field(
-        default=False,
-        description="promote before the target's promotion gate passes (admins and owners; "
-        "recorded in the event and shown in the approval request)",
-    )
-
-
-class Redeploy(In):
-    environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
-
-
-class Suspend(In):
-    environment: str | None = Field(
-        default=None,
-        pattern=NAME_PATTERN,
-        validation_alias=_ENVIRONMENT,
-        description="only this environment (default: the whole project)",
-    )
-    reason: str = Field(min_length=1, max_length=2000)
-
-
-class Resume(In):
-    environment: str | None = Field(
-        default=None,
-        pattern=NAME_PATTERN,
-        validation_alias=_ENVIRONMENT,
-        description="only this environment (default: the whole project)",
-    )
 
 
 # -- operations ---------------------------------------------------------------------------

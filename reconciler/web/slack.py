@@ -21,8 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from notifiers import keys, outbox, signatures, slack
 from notifiers.clicks import Answer, Click, parse
 from notifiers.notifying import Notifier
-from reconciler import numbers
-from reconciler.admin import members
+from reconciler import numbers, wire
+from reconciler.admin import members, principals
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
 from reconciler.errors import NebulaError, UnauthorizedError, shown
@@ -96,7 +96,7 @@ def decide(ctx: Context, click: Click) -> Answer:
                 session,
                 ctx,
                 approval_id,
-                member.name,
+                principals.of_member(session, member),
                 approve=click.approve,
                 via=DecisionChannel.SLACK,
             )
@@ -131,4 +131,4 @@ def _deliver(ctx: Context, notifier: Notifier | None, wanted: list[str]) -> None
 
 
 def _error(status: int, code: str, message: str) -> Response:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    return JSONResponse(wire.body(code, message), status_code=status)

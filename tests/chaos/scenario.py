@@ -23,7 +23,6 @@ import httpx
 from sqlalchemy import create_engine, func, select
 
 from reconciler import bootstrap, settings
-from reconciler.admin import members
 from reconciler.admin import projects as project_rows
 from reconciler.core.states import DeploymentState
 from reconciler.store import schema
@@ -31,6 +30,7 @@ from tests.chaos import projects
 from tests.chaos.replicas import Replicas, get, post
 from tests.infra.faultproxy import FaultProxy, Rule
 from tests.infra.postgres import PostgresServer
+from tests.plugins import people
 from tests.plugins.git import GitRepo
 from tests.plugins.slack import Fault, SlackServer
 
@@ -105,8 +105,8 @@ def prepare_store(env: dict[str, str]) -> str:
     ctx = bootstrap.open_context(settings.load(environ=env), git=False)
     try:
         with ctx.db.transaction() as session:
-            members.add(session, ctx.clock, "alice", "admin")
-            token = members.create_token(session, ctx.clock, "alice")
+            people.member(session, ctx.clock, "alice", "admin")
+            token = people.token(session, ctx.clock, "alice")
     finally:
         ctx.db.dispose()
     return token

@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from notifiers import gathering, keys, outbox
 from reconciler import bootstrap
+from reconciler.admin import principals
 from reconciler.clock import FakeClock
 from reconciler.core.states import DecisionChannel, DeploymentState
 from reconciler.core.transitions import Trigger
@@ -167,8 +168,9 @@ def test_two_admins_approving_at_once_start_the_deployment_once(
     [deployment] = [int(d["id"]) for d in nebula.deployments()]
 
     def ada(session: Any) -> None:
+        ada = principals.by_name(session, "ada")
         deciding.decide(
-            session, nebula.ctx, int(approval["id"]), "ada", approve=True, via=DecisionChannel.API
+            session, nebula.ctx, int(approval["id"]), ada, approve=True, via=DecisionChannel.API
         )
 
     bo = _against(nebula, ada, lambda: nebula.cli(f"approve {approval['id']} --as bo"))

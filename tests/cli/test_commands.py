@@ -50,10 +50,10 @@ def test_reconciling_an_unknown_project_is_an_error(nebula: Nebula) -> None:
 
 
 def test_bad_usage_is_one_line_and_exit_2(nebula: Nebula) -> None:
-    missing = nebula.cli("approve 1")
+    missing = nebula.cli("rollback shop api")
     assert missing.code == 2
     assert missing.err == (
-        "error: the following arguments are required: --as (see: nebula approve --help)\n"
+        "error: the following arguments are required: --env (see: nebula rollback --help)\n"
     )
     unknown = nebula.cli("status --colour")
     assert unknown.code == 2

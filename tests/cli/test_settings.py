@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import serving, settings
-from reconciler.cli import common, main
+from reconciler.cli import common, local, main, running
 from reconciler.errors import ConfigurationError
 from tests.plugins.nebula import Result
 from tests.web.world import ServeProcess, serve_env
@@ -32,9 +32,9 @@ def environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.
             monkeypatch.delenv(key)
     monkeypatch.setenv("NEBULA_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
-    common.reset()
+    local.reset()
     yield monkeypatch
-    common.reset()
+    local.reset()
 
 
 def nebula(capsys: pytest.CaptureFixture[str], *argv: str) -> Result:
@@ -87,7 +87,7 @@ def test_warnings_are_printed_once_per_process(
     environ: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     environ.setenv("NEBULA_WORKER", "4")
-    args = main.build_parser().parse_args(["member", "list"])
+    args = running.build_parser().parse_args(["member", "list"])
     first, second = common.load_settings(args), common.load_settings(args)
     assert first == second
     assert capsys.readouterr().err == (
@@ -251,7 +251,7 @@ def test_secrets_are_never_echoed_in_warnings_or_errors(
         "hint: did you mean NEBULA_SLACK_BOT_TOKEN?\n",
     )
     environ.delenv("NEBULA_SLACK_BOT_TOKN")
-    common.reset()  # each command below as a new process
+    local.reset()  # each command below as a new process
     misspelt = config(tmp_path, f'git_ssh_key_pasphrase = "{CANARY}"\n')
     refused = nebula(capsys, "member", "list", "--config", misspelt)
     assert (refused.code, refused.err) == (
@@ -259,7 +259,7 @@ def test_secrets_are_never_echoed_in_warnings_or_errors(
         f"error: unknown setting git_ssh_key_pasphrase in {misspelt}\n"
         "hint: did you mean NEBULA_GIT_SSH_KEY_PASSPHRASE?\n",
     )
-    common.reset()
+    local.reset()
     shaped_wrong = config(tmp_path, f'secret_key = ["{CANARY}"]\n')
     refused = nebula(capsys, "member", "list", "--config", shaped_wrong)
     assert (refused.code, refused.err) == (
@@ -307,7 +307,7 @@ def test_the_readme_lists_exactly_the_settings_nebula_reads() -> None:
 
 
 def test_help_lists_every_setting_with_its_default() -> None:
-    text = main.build_parser().format_help()
+    text = running.build_parser().format_help()
     for spec in settings.TABLE:
         default = f" (default {spec.default})" if spec.default else ""
         assert re.search(rf"^  {spec.variable}{re.escape(default)}( \(secret\))?$", text, re.M)

@@ -17,6 +17,7 @@ import pytest
 
 from reconciler.core import approving
 from reconciler.core.approving import Outcome, Policies
+from reconciler.core.rights import Principal, Where
 from reconciler.core.states import ApprovalRule, DeploymentKind, Role
 from reconciler.errors import ForbiddenError
 
@@ -34,7 +35,13 @@ ONLY_ADMIN = (
 )
 PASSED = ""  # what a request that passed at once shows: nothing to wait for
 
-NAMES = {None: "project:shop", Role.OWNER: "olga", Role.ADMIN: "ada", Role.MEMBER: "bob"}
+NAMES = {
+    None: "project:shop",
+    Role.OWNER: "olga",
+    Role.ADMIN: "ada",
+    Role.MEMBER: "bob",
+    Role.VIEWER: "vera",
+}
 
 
 def evaluate(
@@ -46,7 +53,8 @@ def evaluate(
     skips: tuple[bool, ...] = (),
     deciders: tuple[str, ...] = ("olga", "ada", "carol"),
 ) -> Outcome:
-    request = approving.Request(kind, NAMES[role], role, skips, deciders)
+    decides = role is not None and role.can_decide  # holds the approve grant there
+    request = approving.Request(kind, NAMES[role], decides, skips, deciders)
     return approving.evaluate(request, Policies(forbid_self_approval, rollbacks_skip_approval))
 
 
@@ -208,28 +216,29 @@ def test_the_only_admin_passes_their_own_request_once_self_approval_is_allowed(
 
 # -- who may decide ------------------------------------------------------------------------------
 
-NOT_A_MEMBER = "'zed' is not a member of this organization."
-NOT_AN_ADMIN = "Only an admin or owner can decide approvals; zed is a member."
+PRODUCTION = Where("shop", "production", protected=True)
 NOT_YOUR_OWN = (
     "Your policy forbids approving your own deploys: someone else must approve this request."
 )
 
 
-@pytest.mark.parametrize(
-    ("role", "forbid", "own"), list(itertools.product(REQUESTERS, BOOLS, BOOLS))
-)
-def test_check_decider_refuses_who_may_not_decide(
-    role: Role | None, forbid: bool, own: bool
-) -> None:
-    """Not a member, then not an admin or owner, then (with the policy) their own request."""
-    refusal = {None: NOT_A_MEMBER, Role.MEMBER: NOT_AN_ADMIN}.get(
-        role, NOT_YOUR_OWN if forbid and own else None
-    )
+@pytest.mark.parametrize(("role", "forbid", "own"), list(itertools.product(Role, BOOLS, BOOLS)))
+def test_check_decider_refuses_who_may_not_decide(role: Role, forbid: bool, own: bool) -> None:
+    """Without the approve grant there, then (with the policy) their own request."""
+    refusal = None
+    if not role.can_decide:
+        refusal = (
+            "zed may not approve in shop/production: needs the approve grant or the admin role"
+        )
+        refusal += " (zed is a viewer)" if role is Role.VIEWER else ""
+    elif forbid and own:
+        refusal = NOT_YOUR_OWN
     requester = "zed" if own else "project:shop"
     policies = Policies(forbid_self_approval=forbid)
+    zed = Principal("zed", role)
     if refusal is None:
-        approving.check_decider("zed", role, requester, policies)
+        approving.check_decider(zed, requester, policies, PRODUCTION, approve=True)
         return
     with pytest.raises(ForbiddenError) as refused:
-        approving.check_decider("zed", role, requester, policies)
+        approving.check_decider(zed, requester, policies, PRODUCTION, approve=True)
     assert str(refused.value) == refusal

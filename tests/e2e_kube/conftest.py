@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from reconciler import bootstrap
-from reconciler.cli import common
+from reconciler.cli import local
 from reconciler.clock import SystemClock
 from reconciler.settings import Settings
 from tests.e2e_kube.installation import KubeNebula
@@ -108,7 +108,7 @@ def kube_nebula_with(
     )
     ctx = bootstrap.open_context(settings, SystemClock())
     yield KubeNebula(ctx, project)
-    common.reset()
+    local.reset()
     ctx.clusters.close()
     ctx.db.dispose()
     if ctx.git is not None:

@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import select
 
 from reconciler import reconciling
-from reconciler.cli import common, main
+from reconciler.cli import local, main
 from reconciler.context import Context
 from reconciler.gitops import polling
 from reconciler.store import schema
@@ -55,7 +55,7 @@ class KubeNebula:
     # -- the CLI -----------------------------------------------------------------------------
 
     def cli(self, command: str) -> Result:
-        common.use(self.ctx)
+        local.use(self.ctx)
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
             try:

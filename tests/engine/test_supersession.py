@@ -47,7 +47,7 @@ def test_a_redeploy_supersedes_one_that_has_not_taken_traffic(
         "at": ended["finished_at"],
         "state": "superseded",
         "message": "Superseded by r-3",
-        "actor": "cli",
+        "actor": "local-admin",
         "kind": "deployment",
     }
     # What served keeps serving until the new one is healthy.

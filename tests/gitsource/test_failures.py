@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.errors import PermanentError, TransientError
-from reconciler.gitsource import GitCache, GitCredentials, HeadResult
+from reconciler.gitsource.cache import GitCache
+from reconciler.gitsource.credentials import GitCredentials
+from reconciler.gitsource.results import HeadResult
 from tests.plugins.git import (
     GIT_HTTP_TOKEN,
     GitDaemon,

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from reconciler.errors import PermanentError, TransientError
-from reconciler.gitsource import CommitInfo, GitCache, HeadResult
+from reconciler.gitsource.cache import GitCache
+from reconciler.gitsource.results import CommitInfo, HeadResult
 from tests.gitsource.conftest import Remote
 from tests.plugins.git import Author, GitRepoFactory
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reconciler.gitsource import GitCache, HeadResult
+from reconciler.gitsource.cache import GitCache
+from reconciler.gitsource.results import HeadResult
 from tests.gitsource.conftest import Remote
 from tests.plugins.git import GitRepoFactory
 

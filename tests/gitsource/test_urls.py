@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reconciler.errors import ConfigurationError
-from reconciler.gitsource import GitCredentials, HostToken, sanitize_url
-from reconciler.gitsource.urls import Transport, parse, scrub
+from reconciler.gitsource.credentials import GitCredentials, HostToken
+from reconciler.gitsource.urls import Transport, parse, sanitize_url, scrub
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,11 @@ from sqlalchemy import select
 from fixtures import loading
 from notifiers import outbox
 from reconciler import reconciling, views
-from reconciler.admin import members, projects
+from reconciler.admin import projects
 from reconciler.clock import FakeClock
 from reconciler.context import Context
 from reconciler.store import schema
+from tests.plugins import people
 from tests.plugins.git import GitRepo
 from tests.plugins.slack import SlackServer, signed_headers, slack_interaction
 
@@ -46,7 +47,7 @@ class Flow:
 
     def member(self, name: str, role: str = "admin", slack_id: str | None = None) -> None:
         with self.ctx.db.transaction() as session:
-            members.add(session, self.clock, name, role, slack_id)
+            people.member(session, self.clock, name, role, slack_id)
 
     def project(self, slug: str = "shop", text: str | None = None) -> None:
         self.push(text or nebula_toml(), "First shop")

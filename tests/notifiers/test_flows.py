@@ -12,6 +12,7 @@ import pytest
 
 from notifiers import outbox
 from reconciler import reconciling
+from reconciler.admin import principals
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
 from reconciler.requests import deciding
@@ -65,7 +66,12 @@ def test_a_slack_outage_holds_back_no_deployment_and_every_message_goes_out_once
     (approval,) = flow.approvals()
     with flow.ctx.db.transaction() as session:  # Slack is down: bob approves with the CLI
         deciding.decide(
-            session, flow.ctx, int(approval["id"]), "bob", approve=True, via=DecisionChannel.CLI
+            session,
+            flow.ctx,
+            int(approval["id"]),
+            principals.by_name(session, "bob"),
+            approve=True,
+            via=DecisionChannel.CLI,
         )
     flow.reconcile()
     assert {d["state"] for d in flow.deployments()} == {"healthy"}
@@ -160,7 +166,14 @@ def test_decisions_made_elsewhere_update_the_message(
         assert reconciling.expire(flow.ctx) == 1
     else:
         with flow.ctx.db.transaction() as session:
-            deciding.decide(session, flow.ctx, 1, "bob", approve=False, via=DecisionChannel(how))
+            deciding.decide(
+                session,
+                flow.ctx,
+                1,
+                principals.by_name(session, "bob"),
+                approve=False,
+                via=DecisionChannel(how),
+            )
     assert flow.deliver() == 1
     ((_, message),) = slack_server.messages.items()
     decision = message["blocks"][-1]["text"]["text"]
@@ -265,7 +278,14 @@ def test_the_request_for_an_update_shows_its_diff_and_what_the_manifests_change(
     flow.project(text=nebula_toml(staging=False))
     flow.reconcile()
     with flow.ctx.db.transaction() as session:
-        deciding.decide(session, flow.ctx, 1, "bob", approve=True, via=DecisionChannel.CLI)
+        deciding.decide(
+            session,
+            flow.ctx,
+            1,
+            principals.by_name(session, "bob"),
+            approve=True,
+            via=DecisionChannel.CLI,
+        )
     flow.reconcile()
     sha = flow.push(nebula_toml(2, log_level="warn", staging=False), "Faster api")
     flow.reconcile()

@@ -36,7 +36,8 @@ import pygit2
 import pytest
 from pygit2.enums import FileMode
 
-from reconciler.gitsource import GitCache, GitCredentials
+from reconciler.gitsource.cache import GitCache
+from reconciler.gitsource.credentials import GitCredentials
 from tests.infra.quiet import QuietHandler
 
 GIT_HTTP_TOKEN = "nbl-test-token-7f3a9c2e"

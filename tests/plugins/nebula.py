@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from reconciler import bootstrap, reconciling
-from reconciler.cli import common, main
+from reconciler.cli import local, main
 from reconciler.clock import FakeClock
 from reconciler.context import Context
 from reconciler.settings import Settings
@@ -57,7 +57,7 @@ class Nebula:
     def cli(self, *args: str) -> Result:
         """Run ``nebula ARGS`` in-process; ``args`` may be one shell-quoted string."""
         argv = list(args) if len(args) > 1 else shlex.split(args[0])
-        common.use(self.ctx)
+        local.use(self.ctx)
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
             try:
@@ -124,10 +124,19 @@ def _make(tmp_path: Path, url: str, **overrides: Any) -> Iterator[Nebula]:
     )
     ctx = bootstrap.open_context(settings, clock)
     yield Nebula(ctx, clock, tmp_path)
-    common.reset()
+    local.reset()
     ctx.db.dispose()
     if ctx.git is not None:
         ctx.git.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_saved_contexts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's command line starts local: no contexts of the person running the tests,
+    no server or token from their environment."""
+    monkeypatch.setenv("NEBULA_CONFIG_HOME", str(tmp_path / "nebula-config"))
+    monkeypatch.delenv("NEBULA_SERVER", raising=False)
+    monkeypatch.delenv("NEBULA_TOKEN", raising=False)
 
 
 @pytest.fixture

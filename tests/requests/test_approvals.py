@@ -87,7 +87,10 @@ def test_only_admins_and_owners_decide(live: Nebula, git_repo: GitRepo) -> None:
     approval = pushed_and_pending(live, git_repo)
     refused = live.cli(f"approve {approval['id']} --as mo")
     assert refused.code == 1
-    assert refused.err == "error: Only an admin or owner can decide approvals; mo is a member.\n"
+    assert refused.err == (
+        "error: mo may not approve in shop/production: needs the approve grant or the admin role\n"
+        "hint: an admin can grant it: nebula grant add mo approve --project shop --env production\n"
+    )
     unknown = live.cli(f"approve {approval['id']} --as nobody")
     assert (unknown.code, unknown.err) == (
         1,
@@ -137,6 +140,7 @@ def test_rollbacks_skip_approval(live: Nebula) -> None:
     live.settle()
     live.ok("policy set forbid_self_approval true")
     live.ok("member add mo --role member")
+    live.ok("grant add mo deploy --project shop --env production")  # may roll back there
     waiting = live.ok("rollback shop api --env production --as mo --json").json
     assert waiting["deployment"]["state"] == "awaiting-approval"
     live.ok(f"cancel {waiting['deployment']['id']} --as mo")  # who asked for it may
@@ -152,9 +156,14 @@ def test_rollbacks_skip_approval(live: Nebula) -> None:
 def test_skip_production_approval_covers_pushes_when_self_approval_is_allowed(
     live: Nebula, git_repo: GitRepo
 ) -> None:
-    refused = live.cli("service set shop api --env production skip_production_approval true")
-    assert refused.code == 1
-    assert "Only an admin or owner can set skip_production_approval" in refused.err
+    live.ok("member add mo --role member")
+    refused = live.cli(
+        "service set shop api --env production skip_production_approval true --as mo"
+    )
+    assert (refused.code, refused.err) == (
+        1,
+        "error: mo may not change service settings: needs the admin role (mo is a member)\n",
+    )
     live.ok("service set shop api --env production skip_production_approval true --as ada")
     git_repo.commit({"nebula.toml": with_log_level("debug")}, "debug")
     live.reconcile()

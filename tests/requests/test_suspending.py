@@ -49,8 +49,7 @@ def test_only_an_admin_or_owner_suspends_or_resumes(shop: Nebula, who: str) -> N
         result = shop.cli(command)
         assert result.code == 1
         assert result.err == (
-            "error: Only an admin or owner can suspend or resume a project; mia is a member.\n"
-            "hint: pass --as an admin or owner\n"
+            "error: mia may not suspend or resume projects: needs the admin role (mia is a member)\n"
         )
     assert shop.status()["environments"][1]["suspended"] is None
     assert suspensions(shop) == []

@@ -23,7 +23,14 @@ FREEZE = re.compile(
 CONCURRENCY = re.compile(
     r"The project is already running its maximum number of concurrent deployments \((\d+)\)\."
 )
-ROLE = re.compile(r"Only an admin or owner can decide approvals; (\S+) is a member\.")
+ROLE = re.compile(
+    rf"(\S+) may not (approve|reject) in shop/{_ENV}: needs the approve grant or the admin role"
+    r"\nhint: an admin can grant it: .+"
+)
+DEPLOY = re.compile(
+    r"(\S+) may not (roll back|redeploy|promote|apply change sets|discard change sets) in "
+    rf"shop/{_ENV}: needs the deploy grant or the admin role\nhint: an admin can grant it: .+"
+)
 SELF_APPROVAL = re.compile(
     re.escape(
         "Your policy forbids approving your own deploys: someone else must approve this request."
@@ -41,11 +48,12 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "freeze": FREEZE,
     "concurrency": CONCURRENCY,
     "role": ROLE,
+    "deploy-forbidden": DEPLOY,
     "self-approval": SELF_APPROVAL,
     "already-decided": ALREADY_DECIDED,
     "cancel-forbidden": re.compile(
-        r"Deployment \d+ is in a protected environment: only an admin or owner, or the person "
-        r"who asked for it, can cancel it; (\S+) is a member\.\nhint: .+"
+        rf"(\S+) may not cancel deployment \d+ in shop/{_ENV}: needs the deploy grant or the "
+        r"admin role\nhint: an admin can grant it: .+"
     ),
     "cancel-ended": re.compile(rf"Deployment \d+ has already ended \(({_FINALS})\)"),
     "cancel-taking-traffic": re.compile(

@@ -259,13 +259,15 @@ class NebulaMachine(RuleBasedStateMachine):
     )
     def rollback(self, data: st.DataObject, env: str, who: str, to: int | None) -> None:
         target = f" --to r-{to}" if to is not None else ""
-        self.cli(f"rollback shop {self.service(data)} --env {env}{target} --as {who}")
+        result = self.cli(f"rollback shop {self.service(data)} --env {env}{target} --as {who}")
+        self.deploys_only_with_the_grant(result, env, who)
 
     @rule(data=st.data(), env=st.sampled_from(ENVIRONMENTS), who=st.sampled_from(PEOPLE))
     def redeploy(self, data: st.DataObject, env: str, who: str) -> None:
         result = self.cli(f"redeploy shop {self.service(data)} --env {env} --as {who}")
         if self.frozen and env == "production" and result.code == 0:
             raise AssertionError("a redeploy to production was accepted during a freeze")
+        self.deploys_only_with_the_grant(result, env, who)
 
     @rule(data=st.data(), who=st.sampled_from(PEOPLE))
     def promote(self, data: st.DataObject, who: str) -> None:
@@ -273,6 +275,15 @@ class NebulaMachine(RuleBasedStateMachine):
         result = self.cli(f"promote shop {service} --from staging --to production --as {who}")
         if self.frozen and result.code == 0:
             raise AssertionError("a promotion to production was accepted during a freeze")
+        self.deploys_only_with_the_grant(result, "production", who)
+
+    def deploys_only_with_the_grant(self, result: Result, env: str, who: str) -> None:
+        """A member holds no deploy grant in production (behaviour.md "People, roles and
+        grants"): refused there, whatever else would have been said."""
+        if env == "production" and ROLES[who] == "member":
+            assert result.code == 1, f"a member deployed in production: {result.out}"
+            # (Before the first push there is no production to be refused in.)
+            assert refusals.classify(self.refusals[-1][1]) in ("deploy-forbidden", "no-environment")
 
     @rule(index=PICK, who=st.sampled_from(PEOPLE), open_first=OPEN_FIRST)
     def cancel(self, index: int, who: str, open_first: bool) -> None:
@@ -320,13 +331,20 @@ class NebulaMachine(RuleBasedStateMachine):
         )
         if changeset is None:
             return
+        with self.nebula.ctx.db.reading() as session:
+            env = session.get(schema.Environment, changeset.environment_id).name
+        forbidden = env == "production" and ROLES[who] == "member"
         if apply:
             result = self.cli(f"changeset apply {changeset.id} --as {who}")
-            if changeset.state != "draft":
+            if forbidden:
+                self.refused_with(result, "deploy-forbidden")
+            elif changeset.state != "draft":
                 self.refused_with(result, "not-a-draft")
         else:
             result = self.cli(f"changeset discard {changeset.id} --as {who}")
-            if changeset.state in ("draft", "pending-approval"):
+            if forbidden:
+                self.refused_with(result, "deploy-forbidden")
+            elif changeset.state in ("draft", "pending-approval"):
                 assert result.code == 0, result.err
 
     # -- policies -----------------------------------------------------------------------
@@ -357,7 +375,8 @@ class NebulaMachine(RuleBasedStateMachine):
         command = f"service set shop {service} --env production skip_production_approval"
         result = self.nebula.cli(f"{command} {str(on).lower()} --as {who}")
         if ROLES[who] == "member":
-            assert result.code == 1 and "Only an admin or owner" in result.err
+            assert result.code == 1
+            assert f"{who} may not change service settings: needs the admin role" in result.err
 
     # -- invariants -----------------------------------------------------------------------
 

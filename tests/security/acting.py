@@ -9,12 +9,16 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import httpx
+from sqlalchemy.orm import Session
 
 from fixtures import loading
-from reconciler.admin import members, projects
+from reconciler.admin import principals, projects
+from reconciler.core.rights import Grant, Principal
+from reconciler.core.states import GrantKind
 from reconciler.requests import actions, suspending
 from reconciler.store import schema
 from reconciler.web.app import create_app
+from tests.plugins import people
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import DIGEST_A, DIGEST_B, Nebula
 from tests.web.world import AppServer
@@ -42,21 +46,26 @@ class Acting:
     def post(self, path: str, who: str | None, json: object = None) -> httpx.Response:
         return self.http.post(path, headers=self.headers(who), json=json)
 
+    def call(
+        self, method: str, path: str, who: str | None, json: object = None, **params: str
+    ) -> httpx.Response:
+        return self.http.request(method, path, headers=self.headers(who), json=json, params=params)
+
     # -- fresh targets --------------------------------------------------------------------
 
     def pending_approval(self, requester: str = "bob") -> str:
         """A redeploy of production's api asked by ``requester``: a new pending approval."""
         with self.nebula.ctx.db.transaction() as session:
-            asked = actions.redeploy(
-                session, self.nebula.ctx, "shop", "api", "production", requester
-            )
+            who = deploying(session, requester)
+            asked = actions.redeploy(session, self.nebula.ctx, "shop", "api", "production", who)
             assert asked.approval is not None and asked.approval.state == "pending"
             return str(asked.approval.id)
 
     def open_deployment(self) -> str:
         """A deployment nobody has decided yet (awaiting approval in production)."""
         with self.nebula.ctx.db.transaction() as session:
-            asked = actions.redeploy(session, self.nebula.ctx, "shop", "api", "production", "bob")
+            who = deploying(session, "bob")
+            asked = actions.redeploy(session, self.nebula.ctx, "shop", "api", "production", who)
             return str(asked.deployment.id)
 
     def approval(self, approval_id: str) -> schema.Approval:
@@ -80,15 +89,24 @@ class Acting:
 
     def suspend(self, env: str) -> None:
         with self.nebula.ctx.db.transaction() as session:
-            suspending.suspend(session, self.nebula.ctx, "shop", env, "set up", "olga")
+            olga = principals.by_name(session, "olga")
+            suspending.suspend(session, self.nebula.ctx, "shop", env, "set up", olga)
 
     def resume(self, env: str) -> None:
         with self.nebula.ctx.db.transaction() as session:
-            suspending.resume(session, self.nebula.ctx, "shop", env, "olga")
+            olga = principals.by_name(session, "olga")
+            suspending.resume(session, self.nebula.ctx, "shop", env, olga)
 
     def deployment_count(self) -> int:
         with self.nebula.ctx.db.transaction() as session:
             return session.query(schema.Deployment).count()
+
+
+def deploying(session: Session, name: str) -> Principal:
+    """``name`` as if granted deploy in the shop's production (to set a situation up)."""
+    found = principals.by_name(session, name)
+    granted = (*found.grants, Grant(GrantKind.DEPLOY, "shop", "production"))
+    return Principal(found.name, found.role, granted)
 
 
 def build(nebula: Nebula, repo: GitRepo) -> Iterator[Acting]:
@@ -99,8 +117,8 @@ def build(nebula: Nebula, repo: GitRepo) -> Iterator[Acting]:
     tokens = {}
     with nebula.ctx.db.transaction() as session:
         for name, role in ROLES.items():
-            members.add(session, nebula.clock, name, role)
-            tokens[name] = members.create_token(session, nebula.clock, name)
+            people.member(session, nebula.clock, name, role)
+            tokens[name] = people.token(session, nebula.clock, name)
     nebula.settle()
     (first,) = [a for a in nebula.approvals() if a["state"] == "pending"]
     nebula.ok(f"approve {first['id']} --as olga")

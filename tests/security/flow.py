@@ -28,7 +28,7 @@ from sqlalchemy import MetaData, select
 from notifiers import outbox
 from reconciler import bootstrap
 from reconciler.admin import secrets as secret_rows
-from reconciler.cli import common
+from reconciler.cli import local
 from reconciler.clock import FakeClock
 from reconciler.settings import Settings
 from reconciler.store import schema
@@ -139,6 +139,7 @@ class InProcess:
         inst.shop.commit({"nebula.toml": shop_toml()}, "First shop")
         inst.blog.commit({"nebula.toml": blog_toml()}, "First blog")
         op.run(f"project add shop --repo {inst.shop_url} --interval 1")
+        op.run("grant add bob deploy --project shop --as olga")  # bob deploys in production too
         op.json(f"project add blog --repo {inst.blog_url} --interval 1")
         op.run(f"project add ghost --repo {inst.ghost_url} --interval 1")
         op.json(f"project add locked --repo {inst.locked_url} --interval 1")
@@ -390,7 +391,7 @@ def run(tmp: Path) -> Recorded:
                     record.projects = dict(flow.projects)
                     record.raw_files += raw_store(inst.state, "the end of the in-process phase")
             finally:
-                common.reset()
+                local.reset()
                 ctx.db.dispose()
                 if ctx.git is not None:
                     ctx.git.close()

@@ -15,31 +15,52 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.admin import members
 from reconciler.numbers import MIB
 from reconciler.web.admission import DEFAULT, LIMITS, limit_for
 from reconciler.web.app import create_app
+from tests.plugins import people
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import nebula_with
 from tests.security import uploads
 from tests.security.world import app_routes
 from tests.web.world import AppServer, ServeProcess, prepare_serve
 
-# Every POST route the app serves, with a path that reaches it.
-POSTS = {
-    "/hooks/git/{project}": "/hooks/git/shop",
-    "/slack/interactions": "/slack/interactions",
-    "/api/v1/approvals/{approval_id}/approve": "/api/v1/approvals/1/approve",
-    "/api/v1/approvals/{approval_id}/reject": "/api/v1/approvals/1/reject",
-    "/api/v1/projects/{slug}/services/{service}/rollback": "/api/v1/projects/shop/services/api/rollback",
-    "/api/v1/projects/{slug}/services/{service}/promote": "/api/v1/projects/shop/services/api/promote",
-    "/api/v1/projects/{slug}/services/{service}/redeploy": "/api/v1/projects/shop/services/api/redeploy",
-    "/api/v1/deployments/{deployment_id}/cancel": "/api/v1/deployments/1/cancel",
-    "/api/v1/projects/{slug}/suspend": "/api/v1/projects/shop/suspend",
-    "/api/v1/projects/{slug}/resume": "/api/v1/projects/shop/resume",
+# Every write route the app serves ("METHOD route"), with a path that reaches it.
+WRITES = {
+    "POST /hooks/git/{project}": "/hooks/git/shop",
+    "POST /slack/interactions": "/slack/interactions",
+    "POST /api/v1/approvals/{approval_id}/approve": "/api/v1/approvals/1/approve",
+    "POST /api/v1/approvals/{approval_id}/reject": "/api/v1/approvals/1/reject",
+    "POST /api/v1/projects/{slug}/services/{service}/rollback": "/api/v1/projects/shop/services/api/rollback",
+    "POST /api/v1/projects/{slug}/services/{service}/promote": "/api/v1/projects/shop/services/api/promote",
+    "POST /api/v1/projects/{slug}/services/{service}/redeploy": "/api/v1/projects/shop/services/api/redeploy",
+    "POST /api/v1/deployments/{deployment_id}/cancel": "/api/v1/deployments/1/cancel",
+    "POST /api/v1/projects/{slug}/suspend": "/api/v1/projects/shop/suspend",
+    "POST /api/v1/projects/{slug}/resume": "/api/v1/projects/shop/resume",
+    "POST /api/v1/changesets/{changeset_id}/apply": "/api/v1/changesets/1/apply",
+    "POST /api/v1/changesets/{changeset_id}/discard": "/api/v1/changesets/1/discard",
+    "POST /api/v1/projects": "/api/v1/projects",
+    "POST /api/v1/projects/{slug}/settings": "/api/v1/projects/shop/settings",
+    "DELETE /api/v1/projects/{slug}": "/api/v1/projects/shop",
+    "POST /api/v1/reconcile": "/api/v1/reconcile",
+    "POST /api/v1/members": "/api/v1/members",
+    "PATCH /api/v1/members/{name}": "/api/v1/members/alice",
+    "DELETE /api/v1/members/{name}": "/api/v1/members/alice",
+    "POST /api/v1/grants": "/api/v1/grants",
+    "DELETE /api/v1/grants": "/api/v1/grants",
+    "POST /api/v1/tokens": "/api/v1/tokens",
+    "DELETE /api/v1/tokens/{token_id}": "/api/v1/tokens/1",
+    "PUT /api/v1/policies/{key}": "/api/v1/policies/forbid_self_approval",
+    "POST /api/v1/freezes": "/api/v1/freezes",
+    "DELETE /api/v1/freezes/{freeze_id}": "/api/v1/freezes/1",
+    "POST /api/v1/projects/{slug}/services/{service}/settings": "/api/v1/projects/shop/services/api/settings",
+    "PUT /api/v1/projects/{slug}/environments/{env}/secrets/{name}": "/api/v1/projects/shop/environments/staging/secrets/KEY",
+    "DELETE /api/v1/projects/{slug}/environments/{env}/secrets/{name}": "/api/v1/projects/shop/environments/staging/secrets/KEY",
+    "POST /api/v1/simulated/edit": "/api/v1/simulated/edit",
+    "POST /api/v1/simulated/delete": "/api/v1/simulated/delete",
 }
 # The writes anyone may send without a token: each checks its own signature on the body.
-UNAUTHENTICATED = {"/hooks/git/{project}", "/slack/interactions"}
+UNAUTHENTICATED = {"POST /hooks/git/{project}", "POST /slack/interactions"}
 GOT_AWAY = 8 * MIB  # what sockets and buffers hold on the way once the server has answered
 
 
@@ -61,18 +82,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     for nebula in nebula_with(tmp, slack_signing_secret="signing-secret-for-bodies"):
         nebula.ok("project add shop --repo /srv/shop")
         with nebula.ctx.db.transaction() as session:
-            members.add(session, nebula.clock, "alice", "admin")
-            token = members.create_token(session, nebula.clock, "alice")
+            people.member(session, nebula.clock, "alice", "admin")
+            token = people.token(session, nebula.clock, "alice")
         with AppServer(create_app(nebula.ctx)) as app:
             yield Server(app.port, token)
 
 
-def test_the_table_holds_every_post_route_of_the_app(tmp_path: Path) -> None:
+def test_the_table_holds_every_write_route_of_the_app(tmp_path: Path) -> None:
     for nebula in nebula_with(tmp_path):
         routes = app_routes(create_app(nebula.ctx))
-        assert {path for path, methods in routes if "POST" in methods} == set(POSTS)
-        writes = {path for path, methods in routes if methods - {"GET", "HEAD"}}
-        assert writes == set(POSTS), "no route takes PUT, PATCH or DELETE"
+        writes = {
+            f"{method} {path}"
+            for path, methods in routes
+            for method in methods - {"GET", "HEAD", "OPTIONS"}
+        }
+        assert writes == set(WRITES)
 
 
 def test_the_limits_are_documented_in_the_readme() -> None:
@@ -82,40 +106,43 @@ def test_the_limits_are_documented_in_the_readme() -> None:
     assert DEFAULT.size == 64 * 1024
 
 
-@pytest.mark.parametrize("route", list(POSTS))
+@pytest.mark.parametrize("route", list(WRITES))
 def test_a_body_announced_over_the_limit_is_refused_before_it_is_sent(
     server: Server, route: str
 ) -> None:
-    path = POSTS[route]
+    method, path = route.split()[0], WRITES[route]
     limit = limit_for(path).size
-    answer = uploads.announced(server.port, path, limit + 1, server.headers(route))
+    headers = server.headers(route)
+    answer = uploads.announced(server.port, path, limit + 1, headers, method=method)
     assert answer.status == 413, answer.head
     assert b"connection: close" in answer.head.lower()
-    within = uploads.announced(server.port, path, limit, server.headers(route), timeout=1)
+    within = uploads.announced(server.port, path, limit, headers, timeout=1, method=method)
     assert within.status == 0, "a body within the limit is waited for (it was not sent)"
 
 
-@pytest.mark.parametrize("route", list(POSTS))
+@pytest.mark.parametrize("route", list(WRITES))
 def test_a_chunked_body_is_refused_the_moment_it_passes_the_limit(
     server: Server, route: str
 ) -> None:
-    path = POSTS[route]
+    method, path = route.split()[0], WRITES[route]
     limit = limit_for(path).size
-    answer = uploads.chunked(server.port, path, limit + 64 * MIB, server.headers(route))
+    answer = uploads.chunked(
+        server.port, path, limit + 64 * MIB, server.headers(route), method=method
+    )
     assert answer.status == 413, answer.head
     assert limit < answer.sent + uploads.CHUNK <= limit + GOT_AWAY, answer.sent
 
 
-@pytest.mark.parametrize("route", sorted(set(POSTS) - UNAUTHENTICATED))
+@pytest.mark.parametrize("route", sorted(set(WRITES) - UNAUTHENTICATED))
 @pytest.mark.parametrize("token", [None, "nbl_0badc0de_" + "x" * 32, "Basic Zm9vOmJhcg=="])
 def test_an_api_write_without_a_valid_token_is_refused_before_its_body_is_read(
     server: Server, route: str, token: str | None
 ) -> None:
-    path = POSTS[route]
+    method, path = route.split()[0], WRITES[route]
     headers = {"Content-Type": "application/json"}
     if token is not None:
         headers["Authorization"] = token if token.startswith("Basic") else f"Bearer {token}"
-    announced = uploads.announced(server.port, path, 800 * MIB, headers)
+    announced = uploads.announced(server.port, path, 800 * MIB, headers, method=method)
     assert announced.status == 401, announced.head
     assert b"www-authenticate: bearer" in announced.head.lower()
     streamed = uploads.chunked(server.port, path, 800 * MIB, headers)
@@ -127,10 +154,12 @@ def test_only_the_signed_hooks_take_writes_without_a_token(server: Server) -> No
     """The unauthenticated writes: the push notification (signed with the project's webhook
     secret, when it has one) and Slack's interactions (signed with the signing secret); every
     other write answers 401 without a token, whatever its body."""
-    for route, path in POSTS.items():
-        answer = uploads.announced(server.port, path, 0, {"Content-Type": "application/json"})
+    for route, path in WRITES.items():
+        method = route.split()[0]
+        headers = {"Content-Type": "application/json"}
+        answer = uploads.announced(server.port, path, 0, headers, method=method)
         if route in UNAUTHENTICATED:
-            assert answer.status != 401 or route == "/slack/interactions", (route, answer.head)
+            assert answer.status != 401 or path == "/slack/interactions", (route, answer.head)
         else:
             assert answer.status == 401, (route, answer.head)
     # Slack's without its signature: 401 from the signature check, not from a token.

@@ -1,9 +1,11 @@
 """Every write endpoint of the JSON API, called as every kind of caller: the status it answers,
 and that a refused call changed nothing (a permitted one is recorded under the token's member).
 
-Deciding an approval, suspending or resuming takes an admin or an owner; asking for a
-deployment (rollback, promote, redeploy) or cancelling one takes any member; without a valid token nothing happens (401),
-and the token is checked first, so an anonymous caller cannot learn what exists.
+Deciding an approval takes the approve grant there (admins and owners hold it everywhere);
+asking for a deployment (rollback, promote, redeploy) or cancelling one takes the deploy grant
+there (a member holds it in unprotected environments); suspending, resuming and every act of
+administration take an admin or an owner; without a valid token nothing happens (401), and
+the token is checked first, so an anonymous caller cannot learn what exists.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from reconciler.web.app import create_app
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import nebula_with
+from tests.security import administration
 from tests.security.acting import Acting, build
 from tests.security.world import app_routes
 
@@ -92,6 +95,7 @@ def _resume(acting: Acting, who: str | None) -> tuple[int, bool]:
 
 DECIDE = {"no token": 401, "bad token": 401, "member": 403, "admin": 200, "owner": 200}
 ASK = {"no token": 401, "bad token": 401, "member": 200, "admin": 200, "owner": 200}
+ADMINISTER = DECIDE
 
 ENDPOINTS = {
     "approve": Endpoint("/api/v1/approvals/{approval_id}/approve", DECIDE, _decide("approve")),
@@ -101,9 +105,9 @@ ENDPOINTS = {
         ASK,
         _ask("rollback", {"environment": "staging"}),
     ),
-    "promote": Endpoint(
+    "promote": Endpoint(  # into production: a member holds no deploy grant there
         "/api/v1/projects/{slug}/services/{service}/promote",
-        ASK,
+        DECIDE,
         _ask("promote", {"from": "staging", "to": "production"}),
     ),
     "redeploy": Endpoint(
@@ -114,7 +118,16 @@ ENDPOINTS = {
     "cancel": Endpoint("/api/v1/deployments/{deployment_id}/cancel", ASK, _cancel),
     "suspend": Endpoint("/api/v1/projects/{slug}/suspend", DECIDE, _suspend),
     "resume": Endpoint("/api/v1/projects/{slug}/resume", DECIDE, _resume),
+    **{
+        name: Endpoint(route, ADMINISTER, call)
+        for name, (route, call) in administration.ACTS.items()
+    },
+    "reconcile": Endpoint("/api/v1/reconcile", ASK, administration.reconcile),
 }
+# Applying and discarding a change set take the deploy grant in its environment, checked by
+# the same function as a redeploy's; tests/cli/test_people.py and the stateful robustness
+# machine (tests/robustness) ask it of every role, with real drafts.
+ELSEWHERE = {"/api/v1/changesets/{changeset_id}/apply", "/api/v1/changesets/{changeset_id}/discard"}
 
 
 @pytest.fixture(scope="module")
@@ -138,14 +151,14 @@ def test_each_write_endpoint_answers_each_caller_as_the_table_says(
 def test_the_table_covers_every_write_route_of_the_app(acting: Acting) -> None:
     routes = app_routes(create_app(acting.nebula.ctx))
     writes = {p for p, methods in routes if p.startswith("/api/") and methods - {"GET", "HEAD"}}
-    assert writes == {e.route for e in ENDPOINTS.values()}
+    assert writes == {e.route for e in ENDPOINTS.values()} | ELSEWHERE
 
 
 def test_an_admin_cannot_approve_their_own_request(acting: Acting) -> None:
     approval = acting.pending_approval(requester="alice")
     response = acting.post(f"/api/v1/approvals/{approval}/approve", "alice")
     assert response.status_code == 403
-    assert response.json()["error"]["message"] == (
+    assert response.json()["error"] == (
         "Your policy forbids approving your own deploys: someone else must approve this request."
     )
     assert acting.approval(approval).state == "pending"
@@ -156,10 +169,9 @@ def test_a_member_is_told_why_they_cannot_decide(acting: Acting) -> None:
     approval = acting.pending_approval()
     response = acting.post(f"/api/v1/approvals/{approval}/reject", "bob")
     assert response.json() == {
-        "error": {
-            "code": "forbidden",
-            "message": "Only an admin or owner can decide approvals; bob is a member.",
-        }
+        "error": "bob may not reject in shop/production: needs the approve grant or the admin role",
+        "hint": "an admin can grant it: nebula grant add bob approve --project shop --env production",
+        "code": "forbidden",
     }
 
 
@@ -193,6 +205,8 @@ def test_without_a_token_nothing_is_learnt_about_what_exists(
     assert anonymous.status_code == 401
     assert anonymous.headers["www-authenticate"] == "Bearer"
     assert anonymous.json() == {
-        "error": {"code": "unauthorized", "message": "Missing bearer token"}
+        "error": "Missing bearer token",
+        "hint": None,
+        "code": "unauthorized",
     }
     assert acting.post(path, "alice", json=body).status_code == 404

@@ -49,17 +49,27 @@ def _answer(head: bytes, sent: int) -> Answer:
 
 
 def announced(
-    port: int, path: str, length: int, headers: dict[str, str] | None = None, timeout: float = 5
+    port: int,
+    path: str,
+    length: int,
+    headers: dict[str, str] | None = None,
+    timeout: float = 5,
+    method: str = "POST",
 ) -> Answer:
     """Headers announcing a ``length``-byte body, and no body: a server that waits for it
     before answering (as one that reads first and checks after does) answers nothing."""
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(_head("POST", path, {"Content-Length": str(length), **(headers or {})}))
+        sock.sendall(_head(method, path, {"Content-Length": str(length), **(headers or {})}))
         return _answer(_read_head(sock, timeout), 0)
 
 
 def chunked(
-    port: int, path: str, total: int, headers: dict[str, str] | None = None, timeout: float = 10
+    port: int,
+    path: str,
+    total: int,
+    headers: dict[str, str] | None = None,
+    timeout: float = 10,
+    method: str = "POST",
 ) -> Answer:
     """A chunked body of up to ``total`` bytes, a MiB at a time; sending stops as soon as the
     server answers (or closes)."""
@@ -67,7 +77,7 @@ def chunked(
     frame = b"%x\r\n" % CHUNK + payload + b"\r\n"
     sent = 0
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(_head("POST", path, {"Transfer-Encoding": "chunked", **(headers or {})}))
+        sock.sendall(_head(method, path, {"Transfer-Encoding": "chunked", **(headers or {})}))
         while sent < total:
             readable, _, _ = select.select([sock], [], [], 0)
             if readable:

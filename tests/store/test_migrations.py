@@ -12,7 +12,9 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from reconciler.store.database import MIGRATIONS, Database
+from reconciler.store import database, migrating
+from reconciler.store.database import Database
+from reconciler.store.migrating import MIGRATIONS
 from reconciler.store.schema import Base
 
 
@@ -45,6 +47,11 @@ def test_every_revision_upgrades_in_order_to_the_models(url: str) -> None:
         assert differences == []
     finally:
         db.dispose()
+
+
+def test_the_store_knows_its_newest_migration_without_alembic() -> None:
+    """``Database`` opens a store that is up to date without loading Alembic: by HEAD."""
+    assert database.HEAD == migrating.head() == _revisions()[-1]
 
 
 def test_downgrade_to_nothing_and_back(url: str) -> None:

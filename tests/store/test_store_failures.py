@@ -25,12 +25,12 @@ import pytest
 from sqlalchemy import event, insert, select
 
 from reconciler import bootstrap, scheduling, settings
-from reconciler.admin import members
 from reconciler.admin import projects as project_rows
 from reconciler.errors import StoreError
 from reconciler.scheduling import Scheduler, Timings
 from reconciler.store import database, leases, schema
 from tests.infra.postgres import PostgresServer
+from tests.plugins import people
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
 from tests.web.world import ServeProcess, nebula_command, serve_env
@@ -67,7 +67,7 @@ def _store(tmp_path: Path) -> dict[str, str]:
     ctx = bootstrap.open_context(settings.load(environ=env), git=True)
     try:
         with ctx.db.transaction() as session:
-            members.add(session, ctx.clock, "alice", "admin")
+            people.member(session, ctx.clock, "alice", "admin")
             project_rows.add(session, ctx.clock, "shop", repo.url)
     finally:
         ctx.db.dispose()

@@ -124,9 +124,9 @@ def test_a_bad_signature_is_401_naming_the_header_and_changes_nothing(
 
     what = f"The {sender.signature_header} {sender.noun}"
     assert answer.status_code == 401
-    assert answer.json()["error"] == {
+    assert answer.json() == {
         "code": "unauthorized",
-        "message": f"{what} does not match this project's webhook secret"
+        "error": f"{what} does not match this project's webhook secret"
         if signed == "wrong"
         else f"{what} is missing, and this project has a webhook secret",
         "hint": "set the same secret on the git host and with: nebula project set shop webhook_secret",
@@ -194,7 +194,7 @@ def test_an_unknown_project_is_404(live: httpx.Client) -> None:
     answer = live.post("/hooks/git/nope", content=b"{}")
 
     assert answer.status_code == 404
-    assert answer.json()["error"]["message"] == "No project named 'nope'"
+    assert answer.json()["error"] == "No project named 'nope'"
 
 
 def test_notifications_are_counted_in_the_metrics(secured: Shop, live: httpx.Client) -> None:

@@ -99,6 +99,8 @@ def test_change_set_and_approval_views_show_the_manifest_diff(
 
 def test_the_audit_and_history_apis(shop: Shop, live: httpx.Client) -> None:
     shop.nebula.ok("policy set forbid_self_approval false --as olga")
+    assert live.get("/api/v1/audit").status_code == 401, "the audit needs a token"
+    live.headers.update(shop.tokens.header("bob"))  # any member's
     events = live.get("/api/v1/audit").json()["events"]
     assert events[-1] == {
         "at": events[-1]["at"],

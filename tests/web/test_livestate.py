@@ -9,8 +9,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconciler.admin import members
 from tests.engine.livestate import PRODUCTION, deployed, later
+from tests.plugins import people
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
 
@@ -25,7 +25,7 @@ def shop(nebula: Nebula, git_repo: GitRepo) -> Nebula:
 
 def token(nebula: Nebula, who: str) -> dict[str, str]:
     with nebula.ctx.db.transaction() as session:
-        return {"Authorization": f"Bearer {members.create_token(session, nebula.clock, who)}"}
+        return {"Authorization": f"Bearer {people.token(session, nebula.clock, who)}"}
 
 
 def _text(html: str) -> str:
@@ -46,7 +46,7 @@ def test_the_diff_route_answers_what_nebula_diff_prints(shop: Nebula, live: http
     shop.ctx.clusters.simulated().set_reachable(False)
     unreachable = live.get("/api/v1/projects/shop/diff")
     assert unreachable.status_code == 503
-    assert unreachable.json()["error"]["code"] == "delivery"
+    assert unreachable.json()["code"] == "delivery"
 
 
 def test_status_carries_sync_drift_and_suspensions(shop: Nebula, live: httpx.Client) -> None:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import positive_data_acceptance
 
 from tests.plugins.git import GitRepo
 from tests.web.world import ServeProcess, api, eventually, serve_env, setup_store, shop_toml
@@ -47,6 +48,10 @@ def auth(live_server: tuple[ServeProcess, str]) -> dict[str, str]:
 
 
 schema = schemathesis.pytest.from_fixture("openapi")
+# What a JSON schema cannot say, checked when the request is made (422, naming the field): a
+# repository URL Nebula can fetch from, a freeze window that is not empty (from 00:00 to
+# 00:00) in a time zone that exists. Every other check still applies to them.
+CHECKED_BEYOND_THE_SCHEMA = {("POST", "/api/v1/projects"), ("POST", "/api/v1/freezes")}
 
 
 @schema.parametrize()
@@ -56,7 +61,10 @@ schema = schemathesis.pytest.from_fixture("openapi")
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 def test_every_operation_answers_as_documented(case: Any, auth: dict[str, str]) -> None:
-    case.call_and_validate(headers=auth)
+    excluded = []
+    if (case.method, case.path) in CHECKED_BEYOND_THE_SCHEMA:
+        excluded.append(positive_data_acceptance)
+    case.call_and_validate(headers=auth, excluded_checks=excluded)
 
 
 def test_the_document_describes_every_route(live_server: tuple[ServeProcess, str]) -> None:

@@ -21,10 +21,11 @@ import uvicorn
 from fastapi import FastAPI
 
 from fixtures import loading
-from reconciler.admin import members, secrets
 from reconciler.admin import projects as project_rows
+from reconciler.admin import secrets
 from reconciler.context import Context
 from reconciler.web.app import create_app
+from tests.plugins import people
 from tests.plugins.git import GitRepo, free_port
 from tests.plugins.nebula import DIGEST_A, DIGEST_B, image
 
@@ -61,8 +62,8 @@ def add_members(ctx: Context) -> Tokens:
     tokens = Tokens()
     with ctx.db.transaction() as session:
         for name, role in (("alice", "admin"), ("bob", "member"), ("olga", "owner")):
-            members.add(session, ctx.clock, name, role)
-            tokens.by_name[name] = members.create_token(session, ctx.clock, name)
+            people.member(session, ctx.clock, name, role)
+            tokens.by_name[name] = people.token(session, ctx.clock, name)
     return tokens
 
 
@@ -206,9 +207,9 @@ def setup_store(env: dict[str, str], repo_url: str, interval: int, slug: str = S
     ctx = bootstrap.open_context(settings.load(environ=env), git=False)
     try:
         with ctx.db.transaction() as session:
-            members.add(session, ctx.clock, "alice", "admin")
-            members.add(session, ctx.clock, "bob", "member")
-            token = members.create_token(session, ctx.clock, "alice")
+            people.member(session, ctx.clock, "alice", "admin")
+            people.member(session, ctx.clock, "bob", "member")
+            token = people.token(session, ctx.clock, "alice")
             project_rows.add(
                 session, ctx.clock, slug, repo_url, interval=timedelta(seconds=interval)
             )

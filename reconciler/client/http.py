@@ -1,0 +1,156 @@
+"""The one module that speaks HTTP to Nebula's API (httpx), for every command in both modes:
+remotely to a server, locally to the API's acts in this process (an httpx transport,
+``cli.local``). The commands ask ``Api`` for documents and get our own errors back, the same
+whichever way the request went: a refusal is the server's message, a server that cannot be
+reached is one line naming it, a server without a route says which route.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+# httpx imports its own command line (click, rich's progress bars, pygments) whenever those
+# happen to be installed, which costs a remote command a third of its start; Nebula never
+# runs it, so its module is marked absent before httpx is first imported (httpx then defines
+# a stub instead). Only while nothing has imported it for real.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+import httpx  # noqa: E402
+
+from reconciler import wire  # noqa: E402
+from reconciler.errors import (  # noqa: E402
+    NebulaError,
+    RefusedError,
+    UnansweredError,
+    UnauthorizedError,
+    UnreachableError,
+)
+
+TIMEOUT = httpx.Timeout(300.0, connect=10.0)  # a reconcile pass or a teardown may take a while
+Document = dict[str, Any]
+
+
+class Api:
+    """``where``: the server's URL, as errors name it (None: this process's own store)."""
+
+    def __init__(
+        self, client: httpx.Client, where: str | None = None, *, token: bool = False
+    ) -> None:
+        self.client = client
+        self.where = where
+        self.has_token = token
+
+    @property
+    def remote(self) -> bool:
+        return self.where is not None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def get(self, path: str, **params: object) -> Document:
+        return self.send("GET", path, params=params)
+
+    def post(self, path: str, body: Document | None = None) -> Document:
+        return self.send("POST", path, body=body)
+
+    def put(self, path: str, body: Document) -> Document:
+        return self.send("PUT", path, body=body)
+
+    def patch(self, path: str, body: Document) -> Document:
+        return self.send("PATCH", path, body=body)
+
+    def delete(self, path: str, **params: object) -> Document:
+        return self.send("DELETE", path, params=params)
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, object] | None = None,
+        body: Document | None = None,
+    ) -> Document:
+        query = {
+            k: _param(v) for k, v in (params or {}).items() if v is not None and v is not False
+        }
+        try:
+            response = self.client.request(method, path, params=query, json=body)
+        except httpx.TimeoutException as exc:
+            raise UnansweredError(f"the Nebula server at {self.where} did not answer in time "
+                                  f"({type(exc).__name__})") from None  # fmt: skip
+        except httpx.TransportError as exc:
+            raise UnreachableError(
+                f"cannot reach the Nebula server at {self.where}: {_reason(exc)}",
+                hint="check the URL and that nebula serve runs there (nebula context list)",
+            ) from None
+        if response.status_code >= 400:
+            raise self.refusal(method, path, response)
+        document: Document = response.json()
+        return document
+
+    def refusal(self, method: str, path: str, response: httpx.Response) -> NebulaError:
+        status = response.status_code
+        try:
+            document: object = response.json()
+        except ValueError:
+            document = None
+        error = wire.error_of(status, document)
+        if _no_route(status, error, document):
+            return RefusedError(
+                f"the server at {self.where} has no route {method} {path}: it runs another "
+                "version of Nebula",
+                hint="use a command line of the server's version (nebula --version)",
+            )
+        if status == 401 and self.remote:
+            said = "the server refused the token" if self.has_token else "the server wants a token"
+            return UnauthorizedError(
+                f"{said} (401): {error.message}",
+                hint=f"sign in: nebula login {self.where} (or set NEBULA_TOKEN)",
+            )
+        if isinstance(document, dict) or status < 500:
+            return error
+        return type(error)(f"the server at {self.where} answered {status} {response.reason_phrase}")
+
+
+def _param(value: object) -> str:
+    return "true" if value is True else str(value)
+
+
+def _no_route(status: int, error: NebulaError, document: object) -> bool:
+    if status == 405:
+        return True
+    if status != 404:
+        return False
+    if not isinstance(document, dict):
+        return True  # not our API at all (a proxy's page)
+    # A server of 1.1 answered an unknown route with code not-found and "Nothing at /path".
+    return error.code == wire.NO_ROUTE or error.message.startswith("Nothing at ")
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    text = str(exc) or type(exc).__name__
+    if "Connection refused" in text or "Errno 111" in text:
+        return "connection refused"
+    return text.splitlines()[0][:200]
+
+
+# For the local backend's transport (``cli.local``), which must not import httpx before this
+# module has kept httpx's command line out.
+Transport = httpx.BaseTransport
+Request = httpx.Request
+Response = httpx.Response
+
+
+def in_process(transport: httpx.BaseTransport) -> Api:
+    """The API answered in this process by ``transport`` (local mode)."""
+    return Api(httpx.Client(base_url="http://nebula.local", transport=transport, timeout=TIMEOUT))
+
+
+def connect(server: str, token: str | None) -> Api:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers["User-Agent"] = "nebula-cli"
+    # Plain http needs no TLS context (building one reads the CA bundle: a tenth of a start).
+    verify: bool = server.startswith("https:")
+    client = httpx.Client(base_url=server, headers=headers, timeout=TIMEOUT, verify=verify)
+    return Api(client, server, token=token is not None)

@@ -1,0 +1,173 @@
+"""The API's request bodies as pydantic models, so ``/openapi.json`` describes them and a typo
+is a 422 rather than silently ignored (unknown keys are refused).
+
+The acts read a body as ``model_dump(by_alias=True)`` gives it; the command line sends those
+same keys, whether it talks to a server or to the acts in its own process.
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from reconciler.web.models import NAME_PATTERN, RELEASE_PATTERN
+
+MEMBER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$"
+SLUG_PATTERN = r"^[a-z](?:[a-z0-9-]{0,38}[a-z0-9])?$"
+ROLE_PATTERN = r"^(owner|admin|member|viewer)$"
+EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]{1,189}$"
+BOOLEAN_PATTERN = r"^(true|false|yes|no|on|off|1|0)$"
+DURATION_PATTERN = r"^(([0-9]{1,9}(ms|s|m|h|d))+|[0-9]{1,12})$"
+TOKEN_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]{1,100}$"  # printable: it is shown in tables
+# A token's lifetime: days (and hours), hours or minutes; never past Nebula's longest.
+LIFETIME_PATTERN = r"^([1-9][0-9]{0,2}d([1-9][0-9]?h)?|[1-9][0-9]{0,3}h|[1-9][0-9]{0,4}m)$"
+_DAY = "(mon|tue|wed|thu|fri|sat|sun)"
+DAYS_PATTERN = f"^{_DAY}(,{_DAY}){{0,6}}$"
+TIME_PATTERN = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
+SETTINGS_PATTERN = (
+    r"^(concurrency|interval|branch|path|repo|slack_channel|webhook_secret|webhook_limit"
+    r"|cluster\.[A-Za-z0-9][A-Za-z0-9._-]{0,99})$"
+)
+
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Reject(In):
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+# ``env`` is accepted too, as the CLI spells the option (``--env``).
+_ENVIRONMENT = AliasChoices("environment", "env")
+
+
+class Rollback(In):
+    environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
+    to: str | None = Field(
+        default=None, pattern=RELEASE_PATTERN, description="r-N; default: the previous release"
+    )
+
+
+class Promote(In):
+    source: str = Field(alias="from", pattern=NAME_PATTERN, description="source environment")
+    target: str = Field(alias="to", pattern=NAME_PATTERN, description="target environment")
+    skip_gate: bool = Field(
+        default=False,
+        description="promote before the target's promotion gate passes (admins and owners; "
+        "recorded in the event and shown in the approval request)",
+    )
+
+
+class Redeploy(In):
+    environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
+
+
+class Suspend(In):
+    environment: str | None = Field(
+        default=None,
+        pattern=NAME_PATTERN,
+        validation_alias=_ENVIRONMENT,
+        description="only this environment (default: the whole project)",
+    )
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class Resume(In):
+    environment: str | None = Field(
+        default=None,
+        pattern=NAME_PATTERN,
+        validation_alias=_ENVIRONMENT,
+        description="only this environment (default: the whole project)",
+    )
+
+
+class ProjectAdd(In):
+    slug: str = Field(pattern=SLUG_PATTERN)
+    repo: str = Field(min_length=1, max_length=2000, description="git URL or a path on the server")
+    branch: str | None = Field(
+        default=None, min_length=1, max_length=255, description="default: main"
+    )
+    path: str | None = Field(
+        default=None, min_length=1, max_length=1000, description="default: nebula.toml"
+    )
+    interval: str | None = Field(
+        default=None, pattern=DURATION_PATTERN, description="poll interval (default 60s)"
+    )
+
+
+class Setting(In):
+    key: str = Field(pattern=SETTINGS_PATTERN, description="concurrency, interval, repo, ...")
+    value: str = Field(max_length=4000)
+
+
+class Reconcile(In):
+    project: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=40)
+    poll: bool = Field(default=True, description="poll the repositories first")
+
+
+class MemberSet(In):
+    role: str | None = Field(
+        default=None, pattern=ROLE_PATTERN, description="owner, admin, member or viewer"
+    )
+    slack_id: str | None = Field(default=None, min_length=1, max_length=40)
+    email: str | None = Field(default=None, pattern=EMAIL_PATTERN, max_length=254)
+    oidc_subject: str | None = Field(default=None, min_length=1, max_length=255)
+
+
+class MemberAdd(MemberSet):
+    name: str = Field(pattern=MEMBER_PATTERN)
+    role: str = Field(pattern=ROLE_PATTERN, description="owner, admin, member or viewer")
+
+
+class GrantAdd(In):
+    member: str = Field(pattern=MEMBER_PATTERN)
+    grant: str = Field(pattern=r"^(deploy|approve)$")
+    project: str = Field(pattern=NAME_PATTERN, max_length=40)
+    environment: str | None = Field(
+        default=None, pattern=NAME_PATTERN, max_length=40, description="default: every one"
+    )
+
+
+class TokenCreate(In):
+    member: str | None = Field(
+        default=None, pattern=MEMBER_PATTERN, description="default: the caller's own"
+    )
+    name: str | None = Field(
+        default=None, pattern=TOKEN_NAME_PATTERN, description="what it is for, e.g. ci"
+    )
+    expires: str | None = Field(
+        default=None, pattern=LIFETIME_PATTERN, description="a lifetime, e.g. 30d"
+    )
+
+
+class Value(In):
+    value: str = Field(pattern=BOOLEAN_PATTERN, description="true or false")
+
+
+class FreezeAdd(In):
+    days: str = Field(pattern=DAYS_PATTERN, description="e.g. sat,sun")
+    start: str = Field(alias="from", pattern=TIME_PATTERN, description="HH:MM")
+    end: str = Field(alias="to", pattern=TIME_PATTERN, description="HH:MM; 24:00 ends the day")
+    tz: str | None = Field(default=None, max_length=64, description="an IANA zone; default UTC")
+
+
+class ServiceSetting(In):
+    environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
+    key: str = Field(pattern=r"^skip_production_approval$", description="skip_production_approval")
+    value: str = Field(pattern=BOOLEAN_PATTERN, description="true or false")
+
+
+class SecretValue(In):
+    value: str = Field(min_length=1, description="sent once; never shown or logged")
+
+
+class SimulatedEdit(In):
+    namespace: str = Field(max_length=253)
+    object: str = Field(max_length=300, description="KIND/NAME")
+    path: str = Field(max_length=300, description="e.g. spec.replicas")
+    value: str = Field(max_length=4000, description="a YAML scalar: 5, true, debug")
+
+
+class SimulatedDelete(In):
+    namespace: str = Field(max_length=253)
+    object: str = Field(max_length=300, description="KIND/NAME")

@@ -1,0 +1,253 @@
+"""The remote command line (issue 25): every command through ``/api/v1`` with the same output,
+JSON and exit codes as local mode; ``wait`` and ``--watch`` remotely; a wrong token, an
+unreachable server and a server without the route each one clear line.
+
+In-process: the app serves the installation's store on a loopback port (its fake clock), and
+the command line runs in this process with ``NEBULA_SERVER`` and a member's token."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from fixtures import loading
+from reconciler.cli import waiting, watching
+from tests.plugins import people
+from tests.plugins.doors import Remote
+from tests.plugins.git import GitRepo, free_port
+from tests.plugins.nebula import Nebula
+from tests.web.world import ThreadedServer
+
+SHOP = loading.project("storefront")
+
+
+@pytest.fixture
+def shop(nebula: Nebula, git_repo: GitRepo) -> Nebula:
+    with nebula.ctx.db.transaction() as session:
+        for name, role in (("olga", "owner"), ("alice", "admin"), ("carol", "member")):
+            people.member(session, nebula.clock, name, role)
+    git_repo.commit({"nebula.toml": SHOP}, "Shop: first version")
+    nebula.ok(f"project add shop --repo {git_repo.url}")
+    nebula.settle()
+    return nebula
+
+
+@pytest.fixture
+def remote(shop: Nebula) -> Iterator[Remote]:
+    with ThreadedServer(shop.ctx) as server:
+        yield Remote(shop, server.url)
+
+
+READS = [
+    "status",
+    "status shop -o json",
+    "status shop --env staging -o yaml",
+    "status -o wide",
+    "deployments",
+    "deployments shop --env staging -o json",
+    "deployment show 1",
+    "deployment show 1 -o json",
+    "changesets -o json",
+    "changeset show 1",
+    "approvals",
+    "approvals --state pending -o json",
+    "history shop api --env staging",
+    "history shop api --env staging -o json",
+    "project list",
+    "diff shop --env staging",
+    "audit",
+    "audit -o json",
+    "member list -o json",
+    "token list",
+    "grant list",
+    "policy list -o json",
+    "freeze list",
+    "secret list shop staging -o json",
+    # Refusals and errors read the same too.
+    "status nope",
+    "deployment show 999",
+    "deployment show x1",
+    "history shop nope --env staging",
+]
+
+
+@pytest.mark.parametrize("command", READS)
+def test_every_read_prints_the_same_through_both_doors(
+    shop: Nebula, remote: Remote, command: str
+) -> None:
+    shop.ok("freeze add --days sun --from 01:00 --to 02:00 --as olga")
+    through_the_server = remote.cli(command, as_="olga")
+    with_the_store = shop.cli(command)
+    assert through_the_server == with_the_store
+    assert "Traceback" not in through_the_server.err
+
+
+def test_acts_answer_the_same_json_through_both_doors(shop: Nebula, remote: Remote) -> None:
+    approval = next(a for a in shop.approvals() if a["state"] == "pending")
+    decided = remote.cli(f"approve {approval['id']} -o json", as_="alice")
+    assert decided.code == 0, decided.err
+    assert decided.json["approval"]["decided_by"] == "alice"
+    assert decided.json["approval"]["state"] == "approved"
+    shop.settle()
+    redeployed = remote.cli("redeploy shop api --env staging -o json", as_="carol")
+    assert redeployed.code == 0, redeployed.err
+    assert redeployed.json["deployment"]["requested_by"] == "carol"
+    cancelled = remote.cli(f"cancel {redeployed.json['deployment']['id']}", as_="carol")
+    assert cancelled.out == f"deployment {redeployed.json['deployment']['id']} cancelled\n"
+    events = shop.json(f"deployment show {redeployed.json['deployment']['id']}")["deployment"]
+    assert {e["actor"] for e in events["events"]} == {"carol"}
+
+
+def test_as_is_refused_remotely(remote: Remote) -> None:
+    remote.token("carol")
+    refused = remote.cli("redeploy shop api --env staging --as alice", as_="carol")
+    token = remote.cli("whoami -o json", as_="carol").json["token"]["id"]
+    assert refused.code == 1
+    assert refused.err.splitlines() == [
+        f"error: --as is only for local administration; this command acts as carol (token {token})",
+        "hint: leave --as out: the token's member acts (nebula whoami)",
+    ]
+
+
+def test_whoami_names_the_member_behind_the_token(remote: Remote, shop: Nebula) -> None:
+    shop.ok("grant add carol deploy --project shop --env production --as olga")
+    me = remote.cli("whoami -o json", as_="carol").json
+    assert me["member"] == "carol" and me["role"] == "member" and me["mode"] == "remote"
+    assert me["server"] == remote.url
+    assert me["grants"] == [{"grant": "deploy", "project": "shop", "environment": "production"}]
+    table = remote.cli("whoami", as_="carol").out.splitlines()
+    assert table[:3] == ["member  carol", "role    member", "grants  deploy shop/production"]
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        ("nbl_00000000_" + "x" * 32, "Invalid bearer token"),
+        ("", "Missing bearer token"),
+    ],
+)
+def test_a_wrong_token_is_one_line_and_a_hint(remote: Remote, token: str, message: str) -> None:
+    refused = remote.cli("redeploy shop api --env staging", token=token or None)
+    said = "refused the token" if token else "wants a token"
+    assert (refused.code, refused.err.splitlines()) == (
+        1,
+        [
+            f"error: the server {said} (401): {message}",
+            f"hint: sign in: nebula login {remote.url} (or set NEBULA_TOKEN)",
+        ],
+    )
+
+
+def test_a_revoked_or_demoted_members_token_loses_its_rights_at_once(
+    remote: Remote, shop: Nebula
+) -> None:
+    approval = next(a for a in shop.approvals() if a["state"] == "pending")
+    remote.token("alice")
+    shop.ok("member set alice --role member --as olga")
+    refused = remote.cli(f"approve {approval['id']}", as_="alice")
+    assert refused.err.splitlines()[0] == (
+        "error: alice may not approve in shop/production: needs the approve grant or the admin role"
+    )
+    token_id = remote.cli("whoami -o json", as_="alice").json["token"]["id"]
+    shop.ok(f"token revoke {token_id} --as olga")
+    revoked = remote.cli("status", as_="alice")
+    assert (
+        revoked.err.splitlines()[0]
+        == "error: the server refused the token (401): Invalid bearer token"
+    )
+
+
+def test_an_expired_token_is_refused_with_401(remote: Remote, shop: Nebula) -> None:
+    text = shop.ok("token create --as carol --expires 1h").out.strip()
+    assert remote.cli("whoami", token=text).code == 0
+    shop.clock.advance(3600)
+    expired = remote.cli("whoami", token=text)
+    assert expired.err.splitlines()[0] == "error: the server refused the token (401): token expired"
+
+
+def test_reads_of_the_page_need_no_token_and_the_rest_do(remote: Remote) -> None:
+    assert remote.cli("status shop").code == 0
+    for command in ("audit", "member list", "token list", "grant list", "policy list"):
+        refused = remote.cli(command)
+        assert refused.err.splitlines()[0] == (
+            "error: the server wants a token (401): Missing bearer token"
+        ), command
+
+
+def test_wait_and_watch_work_remotely(
+    remote: Remote, shop: Nebula, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    approval = next(a for a in shop.approvals() if a["state"] == "pending")
+    remote.cli(f"approve {approval['id']}", as_="olga")
+
+    def tick(_: float) -> None:
+        shop.reconcile()
+        shop.clock.advance(1)
+
+    monkeypatch.setattr(waiting.time, "sleep", tick)
+    api = next(
+        d for d in shop.deployments() if d["environment"] == "production" and d["service"] == "api"
+    )
+    waited = remote.cli(f"wait {api['id']} --timeout 10m")
+    assert waited.code == 0, waited.err
+    assert waited.out.splitlines()[-1] == f"deployment {api['id']}: api r-1 healthy"
+    changeset = remote.cli(f"wait --changeset {approval['target_id']}")
+    assert changeset.code == 0, changeset.err
+
+    looks: list[int] = []
+
+    def stop_after_two(_: float) -> None:
+        looks.append(1)
+        if len(looks) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(watching.time, "sleep", stop_after_two)
+    watched = remote.cli("status shop --watch -o json")
+    assert watched.code == 0 and json.loads(watched.out)["projects"][0]["slug"] == "shop"
+
+
+def test_an_unreachable_server_is_one_line(nebula: Nebula) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    refused = Remote(nebula, url).cli("status")
+    assert refused.code == 1
+    assert refused.err.splitlines() == [
+        f"error: cannot reach the Nebula server at {url}: connection refused",
+        "hint: check the URL and that nebula serve runs there (nebula context list)",
+    ]
+
+
+class _Older(http.server.BaseHTTPRequestHandler):
+    """A server of 1.1: what it did not have is ``Nothing at ...`` with its old error body."""
+
+    def do_GET(self) -> None:
+        body = json.dumps(
+            {"error": {"code": "not-found", "message": f"Nothing at {self.path.split('?')[0]}"}}
+        ).encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_server_without_the_route_is_named(nebula: Nebula) -> None:
+    older = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Older)
+    threading.Thread(target=older.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{older.server_address[1]}"
+    try:
+        refused = Remote(nebula, url).cli("whoami", token="nbl_00000000_" + "x" * 32)
+    finally:
+        older.shutdown()
+        older.server_close()
+    assert refused.code == 1
+    assert refused.err.splitlines()[0] == (
+        f"error: the server at {url} has no route GET /api/v1/whoami: it runs another version "
+        "of Nebula"
+    )
