@@ -21,28 +21,35 @@ from reconciler import settings
 from reconciler.cli import common, output
 from reconciler.errors import NebulaError
 
-# Modules that contribute subcommands: each has ``register(subparsers)`` and sets
-# ``func`` on its parsers to a callable taking the parsed namespace and returning an exit code.
-COMMAND_MODULES = (
-    "reconciler.cli.offline",
-    "reconciler.cli.sessions",
-    "reconciler.cli.projects",
-    "reconciler.cli.changesets",
-    "reconciler.cli.approvals",
-    "reconciler.cli.people",
-    "reconciler.cli.org",
-    "reconciler.cli.tokens",
-    "reconciler.cli.secrets",
-    "reconciler.cli.deployments",
-    "reconciler.cli.live",
-    "reconciler.cli.suspensions",
-    "reconciler.cli.demo",
-    "reconciler.cli.serving",
-    "reconciler.cli.history",
-    "reconciler.cli.waiting",
-    "reconciler.cli.auditing",
-    "reconciler.cli.completion",
-)
+# Modules that contribute subcommands, with the commands each registers: ``register(subparsers)``
+# sets ``func`` on its parsers to a callable taking the parsed namespace and returning an exit
+# code. A command's own module is all its parser needs (``nebula --help``, a usage error and
+# ``completion`` build them all); tests/cli/test_commands.py checks this table against them.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "reconciler.cli.offline": ("validate", "render"),
+    "reconciler.cli.sessions": ("login", "logout", "context", "whoami"),
+    "reconciler.cli.projects": ("project", "reconcile"),
+    "reconciler.cli.changesets": ("changesets", "changeset"),
+    "reconciler.cli.approvals": ("approvals", "approve", "reject"),
+    "reconciler.cli.people": ("member", "grant"),
+    "reconciler.cli.org": ("policy", "service", "freeze"),
+    "reconciler.cli.tokens": ("token",),
+    "reconciler.cli.secrets": ("secret",),
+    "reconciler.cli.deployments": (
+        "status", "deployments", "deployment", "rollback", "promote", "redeploy", "cancel",
+    ),
+    "reconciler.cli.live": ("diff", "simulated"),
+    "reconciler.cli.suspensions": ("suspend", "resume"),
+    "reconciler.cli.demo": ("demo",),
+    "reconciler.cli.serving": ("serve",),
+    "reconciler.cli.history": ("history",),
+    "reconciler.cli.waiting": ("wait",),
+    "reconciler.cli.auditing": ("audit",),
+    "reconciler.cli.completion": ("completion",),
+}  # fmt: skip
+COMMAND_MODULES = tuple(COMMANDS)
+_OWNER = {command: module for module, names in COMMANDS.items() for command in names}
+_GLOBAL_VALUES = ("--config", "--server", "--context")  # global options that take a value
 
 Handler = Callable[[argparse.Namespace], int]
 VERSION = f"nebula {reconciler.__version__}"
@@ -73,11 +80,28 @@ def settings_help() -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is no option or option's value)."""
+    words = iter(argv)
+    for word in words:
+        if word in _GLOBAL_VALUES:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``'s command: that command's module only, when ``argv`` names one
+    (building every command's parser costs a command a fifth of its start); all of them for
+    ``--help``, an unknown word, ``completion`` or no ``argv``."""
+    command = command_of(argv) if argv is not None else None
+    module = _OWNER.get(command or "")
+    everything = module is None or command == "completion"
     parser = _Parser(
         prog="nebula",
         description="Nebula: GitOps deployments with approvals.",
-        epilog=settings_help(),
+        epilog=settings_help() if everything else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -93,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--context", metavar="NAME", help="use this saved context (nebula login)")
     parser.add_argument("--version", action="version", version=VERSION)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if everything or module is None else (module,):
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -104,7 +128,7 @@ def run(arguments: Sequence[str]) -> int:
 
 
 def _run(argv: Sequence[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.root_parser = parser  # what `nebula completion` describes
     func: Handler | None = getattr(args, "func", None)

@@ -1,32 +1,31 @@
-"""Listings as tables, drawn by rich, like ``kubectl get``: upper-case headers, columns two
-spaces apart, no borders.
+"""Listings as tables, like ``kubectl get``: upper-case headers, columns two spaces apart, no
+borders.
 
 A printer declares its columns once (a header, the field it shows, whether it is free text,
 whether only ``-o wide`` shows it), so adding a field to a listing is one line. Free text
-(a message, a note) is never cut without saying so: on a terminal it wraps within its column;
-in a pipe the table is as wide as it needs (one row per line, for grep); any cell rich must
-still shorten ends in ``…``, and ``-o wide`` never shortens.
+(a message, a note) is never cut: on a terminal it wraps within its column (at spaces; a word
+longer than the column folds); in a pipe the table is as wide as it needs (one row per line,
+for grep), and ``-o wide`` never wraps.
 
 Styles (bold headers) only on a terminal, and none when ``NO_COLOR`` is set.
+
+Drawn here rather than by a table library: the layout (how wide each column is) was always
+ours, what is left is padding and ``textwrap``, and rich cost a remote ``nebula status`` more
+CPU than everything else it does (a third of a second's import and drawing for a few
+screens of rows).
 """
 
 from __future__ import annotations
 
-import io
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from reconciler import numbers
 from reconciler.cli import output
-from reconciler.lazy import Part
-
-# rich draws the tables; loaded when the first one is drawn (``nebula --help`` draws none).
-CONSOLE = Part("rich.console", "Console")
-TABLE = Part("rich.table", "Table")
-TEXT = Part("rich.text", "Text")
 
 Row = Mapping[str, Any]
 _UNLIMITED = 10_000  # a pipe's width: no wrapping at all
@@ -91,10 +90,8 @@ _GAP = 2  # spaces between two columns
 _MIN_TEXT = 24  # a free-text column is never squeezed narrower than this
 
 
-def _layout(
-    cells: list[list[str]], columns: Sequence[Column], width: int
-) -> tuple[list[int | None], int]:
-    """Each column's width (None: its natural one) and the console width that holds them.
+def _layout(cells: list[list[str]], columns: Sequence[Column], width: int) -> list[int | None]:
+    """Each column's width (None: its natural one).
 
     Fixed columns keep their natural width; free text gets what is left of the terminal, at
     least ``_MIN_TEXT`` (the table then grows past the terminal rather than drop a column)."""
@@ -107,53 +104,44 @@ def _layout(
     fixed += _GAP * (len(columns) - 1)
     count = sum(wrapping)
     share = max(_MIN_TEXT, (width - fixed) // count) if count else 0
-    widths: list[int | None] = [
-        min(n, share) if w else None for n, w in zip(natural, wrapping, strict=True)
-    ]
-    total = fixed + sum(min(n, share) for n, w in zip(natural, wrapping, strict=True) if w)
-    return widths, max(total, 1)
+    return [min(n, share) if w else None for n, w in zip(natural, wrapping, strict=True)]
+
+
+_BOLD, _PLAIN = "\x1b[1m", "\x1b[0m"
+
+
+def _wrapped(cell: str, width: int | None) -> list[str]:
+    if width is None or len(cell) <= width:
+        return [cell]
+    return textwrap.wrap(cell, width, break_on_hyphens=False) or [""]
 
 
 def render(rows: Sequence[Row], columns: Sequence[Column], *, stream: Any = None) -> str:
-    """The table as text (with colour codes only for a terminal)."""
+    """The table as text (with a bold header only for a terminal)."""
     target = output.raw(stream or sys.stdout)
     isatty = getattr(target, "isatty", None)
     # Styles only on a terminal, and none at all under NO_COLOR (https://no-color.org).
     terminal = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
     shown_columns = [c for c in columns if output.wide() or not c.only_wide]
+    headers = [column.header.upper() for column in shown_columns]
     cells = [[column.cell(row) for column in shown_columns] for row in rows]
-    widths, total = _layout(cells, shown_columns, _width(target))
-    text = TEXT.get()
-    table = TABLE.get()(
-        box=None,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, _GAP, 0, 0),
-        header_style="bold" if terminal else "",
-        collapse_padding=True,
-    )
-    for column, width in zip(shown_columns, widths, strict=True):
-        table.add_column(
-            column.header.upper(),
-            no_wrap=width is None,
-            overflow="fold" if width is not None else "ellipsis",
-            width=width,
-        )
-    for row_cells in cells:
-        table.add_row(*(text(cell) for cell in row_cells))
-    buffer = io.StringIO()
-    console = CONSOLE.get()(
-        file=buffer,
-        width=total + _GAP,
-        force_terminal=terminal,
-        color_system="auto" if terminal else None,
-        highlight=False,
-        markup=False,
-        emoji=False,
-        soft_wrap=False,
-    )
-    console.print(table)
-    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").split("\n"))
+    widths = _layout(cells, shown_columns, _width(target))
+    sizes = [
+        width if width is not None else max([len(header), *(len(row[i]) for row in cells)])
+        for i, (header, width) in enumerate(zip(headers, widths, strict=True))
+    ]
+    gap = " " * _GAP
+    head = gap.join(header.ljust(size) for header, size in zip(headers, sizes, strict=True))
+    lines = [f"{_BOLD}{head.rstrip()}{_PLAIN}" if terminal else head.rstrip()]
+    for row in cells:
+        parts = [_wrapped(cell, width) for cell, width in zip(row, widths, strict=True)]
+        for at in range(max(len(part) for part in parts)):
+            line = gap.join(
+                (part[at] if at < len(part) else "").ljust(size)
+                for part, size in zip(parts, sizes, strict=True)
+            )
+            lines.append(line.rstrip())
+    return "\n".join(lines)
 
 
 def show(rows: Sequence[Row], columns: Sequence[Column]) -> None:

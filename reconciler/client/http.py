@@ -10,11 +10,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+# Two optional imports of httpx's cost a remote command half its start, for nothing it uses:
 # httpx imports its own command line (click, rich's progress bars, pygments) whenever those
-# happen to be installed, which costs a remote command a third of its start; Nebula never
-# runs it, so its module is marked absent before httpx is first imported (httpx then defines
-# a stub instead). Only while nothing has imported it for real.
+# are installed, and httpcore imports trio (to support it as an async backend) whenever trio
+# is. Nebula runs neither, and its client is synchronous, so both modules are marked absent
+# before httpx is first imported (each library then does without, as when not installed);
+# only while nothing has imported them for real.
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
 
 import httpx  # noqa: E402
 

@@ -3,6 +3,7 @@ request and 2 for bad usage, settings given with ``--config`` before or after th
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main
+from reconciler.cli import main, running
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
 
@@ -107,3 +108,19 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(
         code = main.main(["render", str(path), "--env", "staging"])
     assert code == 141  # 128 + SIGPIPE, as other tools end
     assert capfd.readouterr().err == ""
+
+
+def test_each_command_is_registered_by_the_module_the_table_names() -> None:
+    """``running.COMMANDS``: a command's parser is built from its module alone, so the table
+    must name every command's module, and a command built alone parses as in the whole."""
+    whole = running.build_parser()
+    (subparsers,) = [a for a in whole._actions if isinstance(a, argparse._SubParsersAction)]
+    registered = set(subparsers.choices)
+    assert registered == {c for names in running.COMMANDS.values() for c in names}
+    for module, names in running.COMMANDS.items():
+        for name in names:
+            alone = running.build_parser([name])
+            (only,) = [a for a in alone._actions if isinstance(a, argparse._SubParsersAction)]
+            assert set(only.choices) == set(names) or name == "completion", (module, name)
+    assert running.command_of(["--server", "http://x", "status", "shop"]) == "status"
+    assert running.command_of(["--config", "f.toml", "--json"]) is None
