@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from notifiers import messages
 
@@ -22,6 +22,20 @@ class Click:
     approve: bool
     value: str
     response_url: str
+
+
+SLACK_ANSWERS = "https://hooks.slack.com/"  # where Slack's response_url always points
+
+
+def answerable(response_url: str, api_url: str) -> bool:
+    """Whether Nebula may post its answer to ``response_url``: Slack's own address for
+    answers, or the host of the configured Web API (a proxy, a test's Slack). A signed click
+    is still only as trustworthy as its signing secret: a URL elsewhere is not followed, so a
+    leaked secret cannot make Nebula post to an address inside its network."""
+    if response_url.startswith(SLACK_ANSWERS):
+        return True
+    given, api = urlsplit(response_url), urlsplit(api_url)
+    return bool(api.netloc) and (given.scheme, given.netloc) == (api.scheme, api.netloc)
 
 
 @dataclass

@@ -11,6 +11,7 @@ _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 # The longest duration Nebula takes anywhere (a setting, nebula.toml, an option): what it
 # adds one to (a poll's time, a token's creation) then stays a date.
 LONGEST = timedelta(days=3650)
+LONGER_HINT = "give a shorter one, e.g. 30d"
 _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")  # ASCII digits: \d takes ٣ too
 
 
@@ -27,7 +28,7 @@ def parse_duration(
         raise ConfigurationError(
             f"{setting}: {text.strip()[:40]!r} is longer than 10 years, the longest duration "
             "Nebula takes",
-            hint="give a shorter one, e.g. 30d",
+            hint=LONGER_HINT,
         )
     return timedelta(seconds=seconds)
 

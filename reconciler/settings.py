@@ -29,7 +29,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TypeVar
 
-from reconciler.durations import parse_duration
+from reconciler.durations import LONGER_HINT, parse_duration
 from reconciler.errors import ConfigurationError
 from reconciler.numbers import parse_size
 
@@ -250,9 +250,12 @@ def convert(spec: Spec, raw: object, where: str) -> object:
     if spec.kind is Kind.DURATION:
         try:
             return parse_duration(text, setting=spec.variable)
-        except ConfigurationError:
+        except ConfigurationError as exc:
+            too_long = exc.hint == LONGER_HINT
             raise ConfigurationError(
-                f"{where} must be a duration, not {shown}",
+                f"{where} must be a duration of at most 10 years, not {shown}"
+                if too_long
+                else f"{where} must be a duration, not {shown}",
                 hint="write a number and a unit: 90s, 5m, 24h or 1d",
             ) from None
     if spec.kind is Kind.SIZE:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
@@ -86,11 +87,15 @@ def add(
 def _check_repo(repo: str) -> None:
     if not repo.strip():
         raise ConfigurationError("--repo is empty", hint="give a git URL or a local path")
-    scheme = urls.unsupported_scheme(repo)
-    if scheme is not None:
+    refused = urls.refusal(repo)
+    if refused is not None:
+        raise ConfigurationError(refused, hint=f"use {urls.ACCEPTED}")
+    path = repo.strip()
+    local = Path(path).expanduser()
+    if path.startswith(("/", "~")) and local.exists() and not local.is_dir():
         raise ConfigurationError(
-            f"The repository URL {urls.sanitize_url(repo)} uses the unsupported scheme '{scheme}'",
-            hint="use a local path, file://, git://, http(s):// or ssh:// (or user@host:path)",
+            f"{path} is not a directory: a local repository is a directory (or a bare one)",
+            hint=f"use {urls.ACCEPTED}",
         )
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from reconciler import settings
 from reconciler.cli import output
 from reconciler.client import contexts
-from reconciler.durations import parse_duration
+from reconciler.durations import LONGER_HINT, parse_duration
 from reconciler.errors import ConfigurationError, NebulaError, RefusedError
 from reconciler.lazy import Part
 from reconciler.numbers import parse_id as parse_id  # ids on the command line: ASCII digits
@@ -154,6 +154,8 @@ def duration(option: str) -> Callable[[str], timedelta]:
         try:
             return parse_duration(text, setting=option)
         except ConfigurationError as exc:
+            if exc.hint == LONGER_HINT:  # a duration, but too long: say so
+                raise argparse.ArgumentTypeError(exc.message.removeprefix(f"{option}: ")) from exc
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not a duration (e.g. 90s, 5m, 1h)"
             ) from exc

@@ -41,14 +41,24 @@ class Format(StrEnum):
 
 _STATE: dict[str, Format] = {"format": Format.TABLE}
 
-# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides that make
-# a terminal show text in another order than it is.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Every character of Unicode's categories Cc (control: C0 but newline and tab, DEL, C1) and Cf
+# (format: zero-width spaces and joiners, the bidirectional marks and overrides that make a
+# terminal show text in another order than it is, the soft hyphen, tags): none is shown as
+# itself. Written out rather than built from unicodedata at start (a scan of every code point
+# costs a tenth of a second); tests/cli/test_output.py checks it against unicodedata.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2"
+    "\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 def _escape_one(match: re.Match[str]) -> str:
     code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def escape(text: str) -> str:

@@ -2,7 +2,8 @@
 
 One remote call per distinct URL (however many projects share it), no fetch when the head did
 not move, the file read as a blob at the commit (no checkout). Problems become the project's
-blocker, never an exception that stops other projects:
+blocker, never an exception that stops other projects (an unexpected one, a bug, becomes its
+``configuration`` blocker too, ``_failed``):
 
 - ``delivery``: the remote cannot be reached, or the branch is gone; cleared when it is back;
 - ``configuration``: nebula.toml is missing, a symbolic link, larger than
@@ -13,6 +14,7 @@ blocker, never an exception that stops other projects:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -23,7 +25,7 @@ from notifiers import notices
 from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.core.states import Blocker
-from reconciler.errors import NebulaError
+from reconciler.errors import NebulaError, StoreError
 from reconciler.gitops import staging
 from reconciler.gitsource.results import CommitInfo, FileEntry, HeadResult
 from reconciler.model import validation
@@ -32,6 +34,8 @@ from reconciler.model.specs import ProjectFile
 from reconciler.numbers import format_size
 from reconciler.requests.changesets import Commit
 from reconciler.store import events, schema
+
+log = logging.getLogger("nebula.poll")
 
 
 @dataclass
@@ -66,10 +70,42 @@ def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
     heads = ctx.git.heads({(url, branch) for _, url, branch in targets}, fetch=True)
     report = PollReport()
     for slug, url, branch in targets:
-        with ctx.db.transaction() as session:
-            project = project_rows.get(session, slug)
-            _poll_one(session, ctx, project, heads[(url, branch)], report)
+        try:
+            with ctx.db.transaction() as session:
+                project = project_rows.get(session, slug)
+                _poll_one(session, ctx, project, heads[(url, branch)], report)
+        except StoreError:
+            raise  # the store failing is every project's: the caller waits for it
+        except Exception as exc:  # a bug one project's commit ran into: that project's alone
+            _failed(ctx, slug, heads[(url, branch)], exc, report)
     return report
+
+
+def _failed(ctx: Context, slug: str, head: HeadResult, exc: Exception, report: PollReport) -> None:
+    """What an unexpected failure of one project's poll leaves: that project's
+    ``configuration`` blocker saying so (logged with its traceback once per distinct error),
+    its next poll on its interval rather than at once, and every other project polled."""
+    with ctx.db.transaction() as session:
+        project = project_rows.get(session, slug)
+        short = (head.commit or "")[:7] or "its head"
+        blocked = Blocked(
+            Blocker.CONFIGURATION,
+            f"Nebula could not poll {project.path} at {short}: {type(exc).__name__}: "
+            f"{str(exc)[:300]} (an error in Nebula, logged). Nothing was staged; environments "
+            "keep serving.",
+            head.commit,
+        )
+        if project.blocker_message != blocked.message:
+            log.error(
+                "polling a project failed",
+                extra={"project": slug, "commit": head.commit},
+                exc_info=exc,
+            )
+        project.last_polled_at = ctx.clock.now()
+        project_rows.schedule_next(project, timedelta(seconds=project.interval_seconds))
+        _block(session, ctx, project, blocked)
+        report.polled += 1
+        report.blocked[slug] = report.results[slug] = blocked.blocker.value
 
 
 @dataclass(frozen=True)

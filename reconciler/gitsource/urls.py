@@ -52,6 +52,53 @@ _SCHEMES = {
 }
 
 
+ACCEPTED = (
+    "an absolute path, file://, git://, http(s):// or ssh:// (or user@host:path), with no "
+    "part that starts with '-'"
+)
+
+
+def refusal(url: str) -> str | None:
+    """Why ``url`` may not be registered as a repository, or None. Checked at ``project add``
+    and ``project set repo``, so that what git would take as an option (``--upload-pack=...``,
+    a host ``-oProxyCommand=...``) or as a remote helper (``ext::sh -c ...``, ``fd::17``) is
+    refused before anything hands it to libgit2."""
+    text = url.strip()
+    if not text:
+        return "the repository URL is empty"
+    if text.startswith("-"):
+        return "a repository URL cannot start with '-' (git would read it as an option)"
+    if "::" in text.split("/", 1)[0]:
+        return f"{sanitize_url(text)} names a git remote helper ('{text.split('::')[0]}::')"
+    scheme = unsupported_scheme(text)
+    if scheme is not None:
+        return f"The repository URL {sanitize_url(text)} uses the unsupported scheme '{scheme}'"
+    try:
+        remote = parse(text)
+    except PermanentError as exc:
+        return exc.message.rstrip(".")
+    if remote.transport is Transport.LOCAL:
+        if not (text.startswith(("/", "~")) or _WINDOWS_DRIVE.match(text)):
+            return f"{sanitize_url(text)} is a relative path: give an absolute one"
+        return None
+    host = remote.host or ""
+    if host.startswith("-") or any(part.startswith("-") for part in _segments(text)):
+        return f"{sanitize_url(text)} has a part that starts with '-' (git would read an option)"
+    return None
+
+
+def _segments(text: str) -> list[str]:
+    """What follows the scheme and the host of a remote URL, as git splits it: its user, its
+    host, and the first segment of its path (what a transport's command line may be given)."""
+    if "://" in text:
+        parts = urlsplit(text)
+        return [parts.username or "", parts.hostname or "", parts.path.lstrip("/")]
+    scp = _SCP_LIKE.match(text)
+    if scp is None:
+        return []
+    return [scp.group("user") or "", scp.group("host"), scp.group("path")]
+
+
 def unsupported_scheme(url: str) -> str | None:
     """The scheme of ``url`` when Nebula cannot fetch over it (``ftp``), else None: checked
     when a project is registered, so a typo is refused then rather than found by polling."""

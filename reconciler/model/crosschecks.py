@@ -3,6 +3,8 @@ the variables would resolve to (``resolving.oversized``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from reconciler.model import graph, references, resolving
 from reconciler.model.positions import Path
 from reconciler.model.problems import Code, Problems
@@ -77,6 +79,13 @@ def check_environment(
         )
 
 
+def _some(names: Iterable[str], most: int = 20) -> str:
+    """Names for a hint: sorted, the first ``most`` of them (a file may declare thousands)."""
+    ordered = sorted(names)
+    more = f" and {len(ordered) - most} more" if len(ordered) > most else ""
+    return (", ".join(ordered[:most]) or "(none)") + more
+
+
 def _check_reference(
     problems: Problems,
     where: Path,
@@ -87,14 +96,13 @@ def _check_reference(
     if ref.kind is references.RefKind.SECRET:
         return
     target = units.get(ref.target)
-    known = ", ".join(sorted(units)) or "(none)"
     if target is None:
         what = "service" if ref.kind is references.RefKind.HOST else "service or database"
         problems.add(
             where,
             Code.UNKNOWN_REFERENCE,
             f"{ref} names unknown {what} '{ref.target}'",
-            f"known: {known}",
+            f"known: {_some(units)}",
         )
         return
     if ref.kind is references.RefKind.HOST:

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from reconciler.durations import parse_duration
+from reconciler.errors import ConfigurationError
 from reconciler.model.problems import Code, Problems, dotted
 from reconciler.model.reading import Reader
 from reconciler.model.specs import EnvironmentSpec
@@ -28,7 +29,16 @@ def read_environment(problems: Problems, name: str, table: dict[str, Any]) -> En
     seconds = 0
     if soak is not None:
         if DURATION.match(soak):
-            seconds = int(parse_duration(soak).total_seconds())
+            try:
+                seconds = int(parse_duration(soak).total_seconds())
+            except ConfigurationError:
+                reader.error(
+                    "soak",
+                    Code.MALFORMED_DURATION,
+                    f"{dotted(('environments', name, 'soak'))} is '{soak[:40]}', longer than 10 "
+                    "years (the longest duration Nebula takes)",
+                    "give a shorter one, e.g. 30m or 1d",
+                )
         else:
             reader.error(
                 "soak",

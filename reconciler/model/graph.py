@@ -30,7 +30,9 @@ class Edge:
 
 
 def service_edges(service: ServiceSpec, unit_names: Iterable[str]) -> list[Edge]:
-    known = set(unit_names)
+    """``unit_names``: a set, when asked for every service (``edges``), so that a file of many
+    services is not read once per service."""
+    known = unit_names if isinstance(unit_names, set | frozenset) else set(unit_names)
     out = [Edge(service.name, t, Via.DEPENDS_ON, t) for t in service.depends_on]
     for key, value in service.variables:
         try:
@@ -44,7 +46,7 @@ def service_edges(service: ServiceSpec, unit_names: Iterable[str]) -> list[Edge]
 
 
 def edges(config: EnvironmentConfig) -> list[Edge]:
-    names = config.unit_names
+    names = set(config.unit_names)
     return [e for s in config.services for e in service_edges(s, names)]
 
 

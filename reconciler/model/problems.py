@@ -90,6 +90,7 @@ class Problems:
     file: str
     positions: Positions
     found: list[Problem] = field(default_factory=list)
+    _seen: set[Problem] = field(default_factory=set, repr=False)  # a file's worth: kept once
 
     def at(self, path: Path, *, key: bool = False) -> Location:
         line, col = self.positions.key(path) if key else self.positions.value(path)
@@ -106,7 +107,8 @@ class Problems:
         severity: Severity = Severity.ERROR,
     ) -> None:
         problem = Problem(self.at(path, key=key), code, message, hint, severity)
-        if problem not in self.found:
+        if problem not in self._seen:
+            self._seen.add(problem)
             self.found.append(problem)
 
     @property

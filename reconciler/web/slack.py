@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from notifiers import keys, outbox, signatures, slack
-from notifiers.clicks import Answer, Click, parse
+from notifiers.clicks import Answer, Click, answerable, parse
 from notifiers.notifying import Notifier
 from reconciler import numbers, wire
 from reconciler.admin import members, principals
@@ -69,7 +69,9 @@ def router(ctx: Context, notifier: Notifier | None = None) -> APIRouter:
     ) -> None:
         answer = answer if answer is not None else await pending
         if answer.ephemeral is not None:
-            await run_in_threadpool(_reply, replies, click.response_url, answer.ephemeral)
+            await run_in_threadpool(
+                _reply, replies, click.response_url, answer.ephemeral, ctx.settings.slack_api_url
+            )
         if answer.deliver and (notifier is not None or ctx.settings.slack_bot_token):
             await run_in_threadpool(_deliver, ctx, notifier, answer.deliver)
 
@@ -112,8 +114,14 @@ def decide(ctx: Context, click: Click) -> Answer:
     return Answer(deliver=[keys.approval_update(approval_id)])
 
 
-def _reply(notifier: Notifier, response_url: str, text: str) -> None:
+def _reply(notifier: Notifier, response_url: str, text: str, api_url: str) -> None:
     if not response_url:
+        return
+    if not answerable(response_url, api_url):
+        log.warning(
+            "did not answer a Slack click at a response_url outside Slack",
+            extra={"response_url": shown(response_url, 80)},
+        )
         return
     try:
         notifier.respond(response_url, text)

@@ -23,7 +23,8 @@ def test_an_unsupported_repository_scheme_is_refused_when_the_project_is_added(
     assert refused.code == 1
     assert refused.err == (
         "error: The repository URL ftp://***@example.com/x.git uses the unsupported scheme 'ftp'\n"
-        "hint: use a local path, file://, git://, http(s):// or ssh:// (or user@host:path)\n"
+        "hint: use an absolute path, file://, git://, http(s):// or ssh:// (or user@host:path), "
+        "with no part that starts with '-'\n"
     )
     assert nebula.json("project list")["projects"] == []
 

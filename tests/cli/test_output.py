@@ -3,10 +3,16 @@ control characters from data escaped, the requester of a push, approvals grouped
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
 import pytest
 import yaml
 
 from fixtures import loading
+from reconciler.cli import output
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
 
@@ -152,3 +158,27 @@ def test_changeset_show_names_every_column_of_its_lines(shop: Nebula) -> None:
     assert lines[header].split() == ["SERVICE", "FIELD", "BEFORE", "AFTER", "VIA", "DRIFTED"]
     first = lines[header + 1].split()
     assert first[-2:] == ["-", "-"]  # no via, not drifted: a cell under each name
+
+
+def test_every_control_and_format_character_is_escaped() -> None:
+    """Unicode's Cc and Cf categories, whole (zero-width spaces as bidirectional overrides were
+    escaped), newline and tab kept: the table written out in output.py is unicodedata's."""
+    expected = {
+        chr(code)
+        for code in range(0x110000)
+        if unicodedata.category(chr(code)) in ("Cc", "Cf") and chr(code) not in "\n\t"
+    }
+    escaped = {char for char in map(chr, range(0x110000)) if output.escape(char) != char}
+    assert escaped == expected
+    assert output.escape("a\u200bb\u202ec\U000e0041") == "a\\u200bb\\u202ec\\U000e0041"
+
+
+def test_a_zero_width_character_in_a_validation_error_is_shown_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "nebula.toml"
+    path.write_text('[services.api]\nimage = "reg/a\u200bpi"\n', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "reconciler.cli.main", "validate", str(path)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "\u200b" not in done.stderr and "\\u200b" in done.stderr

@@ -101,3 +101,33 @@ def test_a_slug_with_a_newline_is_refused_on_one_line(nebula: Nebula) -> None:
     assert result.code == 1
     assert result.err.splitlines()[0] == "error: 'shop\\n' is not a valid project slug"
     assert len(result.err.splitlines()) == 2  # the error and its hint
+
+
+@pytest.mark.parametrize(
+    ("repo", "said"),
+    [
+        ("--upload-pack=touch /tmp/pwned", "a repository URL cannot start with '-'"),
+        ("ext::sh -c touch% /tmp/pwned", "names a git remote helper ('ext::')"),
+        ("fd::17", "names a git remote helper ('fd::')"),
+        ("/dev/zero", "/dev/zero is not a directory"),
+        ("ssh://-oProxyCommand=touch%20x/repo", "has a part that starts with '-'"),
+        ("git@-oProxyCommand=x:repo", "has a part that starts with '-'"),
+        ("shop/repo", "is a relative path: give an absolute one"),
+        ("ftp://example.com/x.git", "uses the unsupported scheme 'ftp'"),
+    ],
+)
+def test_a_repository_url_git_would_misread_is_refused_at_registration(
+    nebula: Nebula, repo: str, said: str
+) -> None:
+    refused = nebula.cli("project", "add", "shop", "--repo", repo)
+    assert refused.code == 1
+    first, hint = refused.err.splitlines()
+    assert first.startswith("error: ") and said in first
+    assert hint == (
+        "hint: use an absolute path, file://, git://, http(s):// or ssh:// (or user@host:path), "
+        "with no part that starts with '-'"
+    )
+    assert nebula.json("project list")["projects"] == []
+    nebula.ok("project add shop --repo /srv/shop")
+    again = nebula.cli("project", "set", "shop", "repo", repo)
+    assert again.code == 1 and said in again.err

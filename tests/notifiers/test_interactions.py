@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.server
 import sqlite3
 import threading
 import time
@@ -13,6 +14,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
+from notifiers.clicks import answerable
 from reconciler.admin import principals
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
@@ -364,3 +366,39 @@ def test_a_slow_store_still_gets_the_click_answered_within_slacks_3_seconds(
         writer.close()
     assert eventually(lambda: slack_server.updates)
     assert flow.approvals()[0]["decided_by"] == "alice"
+
+
+def test_an_answer_is_posted_only_to_slack_s_own_address(
+    flow: Flow, pending: int, web: httpx.Client, slack_server: SlackServer
+) -> None:
+    """A signed click whose response_url points elsewhere (an address inside the network) is
+    decided as any other, but its answer goes nowhere: only hooks.slack.com, or the host of
+    NEBULA_SLACK_API_URL, is followed."""
+    elsewhere: list[bytes] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            elsewhere.append(self.rfile.read(int(self.headers["Content-Length"] or 0)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    inside = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=inside.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{inside.server_address[1]}/internal"
+        body = slack_interaction(user="U3", action=REJECT, value=str(pending), response_url=url)
+        now = int(flow.clock.now().timestamp())
+        answer = web.post("/slack/interactions", content=body, headers=signed_headers(body, now))
+        assert answer.status_code == 200
+        time.sleep(0.5)  # the answer would have been posted by now (it is, to Slack's address)
+    finally:
+        inside.shutdown()
+        inside.server_close()
+    assert elsewhere == []
+    assert ephemeral_replies(slack_server) == []
+    assert answerable("https://hooks.slack.com/actions/T1/1/x", "https://slack.com/api/")
+    assert not answerable("https://hooks.slack.com.evil.example/x", "https://slack.com/api/")
+    assert not answerable("http://169.254.169.254/latest", "https://slack.com/api/")

@@ -310,3 +310,18 @@ def test_the_status_page_warns_about_a_project_without_a_secret(
 
     assert "need no signature" not in live.get("/").text
     assert "need no signature" not in live.get("/projects/shop").text
+
+
+def test_the_longest_limit_coalesces_without_overflowing(shop: Shop, live: httpx.Client) -> None:
+    """Issue 26: ``webhook_limit 999999999d`` was taken, and every unsigned notification after
+    the first was a 500 (the window's end past the last date). The longest limit now is ten
+    years: refused past it, and the window's end a date within it."""
+    too_long = shop.nebula.cli("project set shop webhook_limit 999999999d")
+    assert too_long.code == 1 and "longer than 10 years" in too_long.err
+    shop.nebula.ok("project set shop webhook_limit 3650d")
+
+    answers = [_unsigned(live, f"long-{n}") for n in range(3)]
+
+    assert [(a.status_code, a.json()["status"]) for a in answers] == [(202, "polling")] + [
+        (202, "coalesced")
+    ] * 2
