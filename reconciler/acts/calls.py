@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from reconciler.admin import principals, tokens
+from sqlalchemy.orm import Session
+
+from reconciler.admin import auditing, principals, tokens
 from reconciler.context import Context
 from reconciler.core.rights import LOCAL_ADMIN, Principal
+from reconciler.core.states import AdminAction
 from reconciler.errors import ConfigurationError, StoreError, UnauthorizedError
 from reconciler.lazy import Part
 from reconciler.numbers import parse_id
+from reconciler.store import schema
 
 Document = dict[str, Any]
 
@@ -83,6 +87,19 @@ class Call:
         if value is not None and not isinstance(value, str):
             raise ConfigurationError(f"body: {name} must be text")
         return value
+
+    def audit(
+        self,
+        session: Session,
+        action: AdminAction,
+        target: str,
+        text: str,
+        project: schema.Project | None = None,
+    ) -> None:
+        """Record this call's administrative act under the member who made it."""
+        auditing.record(
+            session, self.ctx.clock, action, target, text, actor=self.who.name, project=project
+        )
 
     def flag(self, name: str) -> bool:
         value = self.body.get(name, False)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 
-from sqlalchemy.orm import Session
-
 from reconciler import views
 from reconciler.acts.calls import Call, Document
 from reconciler.admin import auditing, policies, projects, secrets
@@ -19,19 +17,6 @@ from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError
 from reconciler.requests import approvals, rotating
 from reconciler.store import schema
-
-
-def _audit(
-    call: Call,
-    session: Session,
-    action: AdminAction,
-    target: str,
-    text: str,
-    project: schema.Project | None = None,
-) -> None:
-    auditing.record(
-        session, call.ctx.clock, action, target, text, actor=call.who.name, project=project
-    )
 
 
 def audit(call: Call) -> Document:
@@ -69,7 +54,7 @@ def set_policy(call: Call) -> Document:
         value = policies.set_policy(session, key, call.text("value"))
         approvals.refresh_waiting(session, call.ctx.clock)
         text = f"{key}: {str(old).lower()} -> {str(value).lower()}"
-        _audit(call, session, AdminAction.POLICY_SET, f"policy {key}", text)
+        call.audit(session, AdminAction.POLICY_SET, f"policy {key}", text)
     call.wake()
     return {"policy": {"key": key, "value": value}}
 
@@ -95,7 +80,7 @@ def add_freeze(call: Call) -> Document:
         )
         data = _freeze(row)
         text = f"Freeze {data['days']} {data['from']}-{data['to']} {data['tz']}"
-        _audit(call, session, AdminAction.FREEZE_ADD, f"freeze {row.id}", text)
+        call.audit(session, AdminAction.FREEZE_ADD, f"freeze {row.id}", text)
     return {"freeze": data}
 
 
@@ -105,7 +90,7 @@ def remove_freeze(call: Call) -> Document:
     with call.ctx.db.transaction() as session:
         policies.remove_freeze(session, freeze_id)
         text = f"Removed freeze window {freeze_id}"
-        _audit(call, session, AdminAction.FREEZE_REMOVE, f"freeze {freeze_id}", text)
+        call.audit(session, AdminAction.FREEZE_REMOVE, f"freeze {freeze_id}", text)
     return {"freeze": {"id": str(freeze_id)}, "removed": True}
 
 
@@ -126,7 +111,7 @@ def set_service(call: Call) -> Document:
         unit.skip_production_approval = policies.parse_bool(call.text("value"), key)
         value = unit.skip_production_approval
         text = f"{key} = {str(value).lower()}"
-        _audit(call, session, AdminAction.SERVICE_SET, f"{slug}/{env}/{service}", text, project)
+        call.audit(session, AdminAction.SERVICE_SET, f"{slug}/{env}/{service}", text, project)
     return {
         "project": slug,
         "environment": env,
@@ -158,7 +143,7 @@ def set_secret(call: Call) -> Document:
         project = projects.get(session, slug)
         change = secrets.put(session, ctx.clock, ctx.vault, project.id, env, name, value)
         text = f"Secret {name} set (value not recorded)"
-        _audit(call, session, AdminAction.SECRET_SET, f"{slug}/{env} {name}", text, project)
+        call.audit(session, AdminAction.SECRET_SET, f"{slug}/{env} {name}", text, project)
         # A new value is an input of every release that reads it: their change set
         # (behaviour.md "Resolved values"); a secret that was missing releases what was held.
         staged = None
@@ -176,5 +161,5 @@ def delete_secret(call: Call) -> Document:
         project = projects.get(session, slug)
         secrets.delete(session, project.id, env, name)
         text = f"Secret {name} deleted"
-        _audit(call, session, AdminAction.SECRET_DELETE, f"{slug}/{env} {name}", text, project)
+        call.audit(session, AdminAction.SECRET_DELETE, f"{slug}/{env} {name}", text, project)
     return {"secret": name, "deleted": True}

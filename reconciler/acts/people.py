@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from reconciler.acts.calls import Call, Document
-from reconciler.admin import auditing, grants, members, projects, tokens
+from reconciler.admin import grants, members, projects, tokens
 from reconciler.core import rights
 from reconciler.core.rights import Principal
 from reconciler.core.states import AdminAction, Role
@@ -57,10 +57,6 @@ def _token(row: schema.ApiToken) -> Document:
     }
 
 
-def _audit(call: Call, session: Session, action: AdminAction, target: str, text: str) -> None:
-    auditing.record(session, call.ctx.clock, action, target, text, actor=call.who.name)
-
-
 def whoami(call: Call) -> Document:
     who = call.who
     token = None
@@ -104,10 +100,10 @@ def _change_role(call: Call, session: Session, name: str, role: Role) -> Documen
     member = members.add(session, call.ctx.clock, name, role, _identity(call))
     approvals.refresh_waiting(session, call.ctx.clock)
     if old is None:
-        _audit(call, session, AdminAction.MEMBER_ADD, f"member {name}", f"Added {name} as {role}")
+        call.audit(session, AdminAction.MEMBER_ADD, f"member {name}", f"Added {name} as {role}")
     else:
         text = f"Role of {name}: {old} -> {role}"
-        _audit(call, session, AdminAction.MEMBER_ROLE, f"member {name}", text)
+        call.audit(session, AdminAction.MEMBER_ROLE, f"member {name}", text)
     return {"member": _member(member)}
 
 
@@ -139,7 +135,7 @@ def remove_member(call: Call) -> Document:
         members.remove(session, name)
         approvals.refresh_waiting(session, call.ctx.clock)
         text = f"Removed {name} ({role}), their API tokens and grants"
-        _audit(call, session, AdminAction.MEMBER_REMOVE, f"member {name}", text)
+        call.audit(session, AdminAction.MEMBER_REMOVE, f"member {name}", text)
     return {"member": {"name": name, "role": role.value}, "removed": True}
 
 
@@ -168,7 +164,7 @@ def add_grant(call: Call) -> Document:
         row = grants.add(session, call.ctx.clock, member, kind, project, environment, call.who.name)
         where = project.slug if environment is None else f"{project.slug}/{environment}"
         text = f"Granted {kind.value} in {where} to {member.name}"
-        _audit(call, session, AdminAction.GRANT_ADD, f"member {member.name}", text)
+        call.audit(session, AdminAction.GRANT_ADD, f"member {member.name}", text)
         approvals.refresh_waiting(session, call.ctx.clock)
         data = {"grant": _grant(row)}
     call.wake()
@@ -181,7 +177,7 @@ def remove_grant(call: Call) -> Document:
         grants.remove(session, member, kind, project, environment)
         where = project.slug if environment is None else f"{project.slug}/{environment}"
         text = f"Removed the {kind.value} grant in {where} from {member.name}"
-        _audit(call, session, AdminAction.GRANT_REMOVE, f"member {member.name}", text)
+        call.audit(session, AdminAction.GRANT_REMOVE, f"member {member.name}", text)
         approvals.refresh_waiting(session, call.ctx.clock)
     return {
         "grant": {
@@ -248,7 +244,7 @@ def create_token(call: Call) -> Document:
         extra = f" ({row.name})" if row.name else ""
         extra += f", expires {iso(row.expires_at)}" if row.expires_at else ""
         message = f"API token {row.id}{extra} created for {member.name}"
-        _audit(call, session, AdminAction.TOKEN_CREATE, f"token {row.id}", message)
+        call.audit(session, AdminAction.TOKEN_CREATE, f"token {row.id}", message)
         data = {"member": member.name, "token": text, **_token(row)}
     return data
 
@@ -261,5 +257,5 @@ def revoke_token(call: Call) -> Document:
         rights.check_own_or_admin(call.who, owner, "revoke the tokens")
         tokens.revoke(session, row)
         message = f"API token {token_id} of {owner} revoked"
-        _audit(call, session, AdminAction.TOKEN_REVOKE, f"token {token_id}", message)
+        call.audit(session, AdminAction.TOKEN_REVOKE, f"token {token_id}", message)
     return {"token": {"id": str(token_id), "member": owner, "revoked": True}}

@@ -11,7 +11,7 @@ import yaml
 
 from reconciler import reconciling, views
 from reconciler.acts.calls import Call, Document
-from reconciler.admin import auditing, projects
+from reconciler.admin import projects
 from reconciler.core import rights
 from reconciler.core.states import AdminAction
 from reconciler.durations import parse_duration
@@ -44,15 +44,8 @@ def add_project(call: Call) -> Document:
             vault=ctx.vault,
         )
         data = views.project(project)
-        auditing.record(
-            session,
-            ctx.clock,
-            AdminAction.PROJECT_ADD,
-            f"project {slug}",
-            f"Registered {slug}: {data['repo']} ({branch}, {path})",
-            actor=call.who.name,
-            project=project,
-        )
+        text = f"Registered {slug}: {data['repo']} ({branch}, {path})"
+        call.audit(session, AdminAction.PROJECT_ADD, f"project {slug}", text, project)
     call.wake()
     return {"project": data}
 
@@ -69,15 +62,7 @@ def set_project(call: Call) -> Document:
             shown = "***" if value else "(none: unsigned notifications are accepted)"
         elif key == "repo":
             shown = projects.shown_repo(project)  # a URL may carry a token: never echo it
-        auditing.record(
-            session,
-            ctx.clock,
-            AdminAction.PROJECT_SET,
-            f"project {slug}",
-            f"{key} = {shown}",
-            actor=call.who.name,
-            project=project,
-        )
+        call.audit(session, AdminAction.PROJECT_SET, f"project {slug}", f"{key} = {shown}", project)
     call.wake()
     return {"project": slug, "key": key, "value": shown}
 
