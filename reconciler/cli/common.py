@@ -70,7 +70,7 @@ def remote(args: argparse.Namespace) -> contexts.Saved | None:
     """The server this command talks to, with its token; None in local mode."""
     environ = os.environ
     server = getattr(args, "server", None) or environ.get("NEBULA_SERVER") or None
-    token = environ.get("NEBULA_TOKEN") or None
+    token = (environ.get("NEBULA_TOKEN") or "").strip() or None
     named = getattr(args, "context", None)
     if server is None and named is None and not _contexts_may_exist():
         return None

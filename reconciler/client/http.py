@@ -7,6 +7,7 @@ reached is one line naming it, a server without a route says which route.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -30,6 +31,7 @@ from reconciler.errors import (  # noqa: E402
     UnreachableError,
 )
 
+_TOKEN_TEXT = re.compile(r"[A-Za-z0-9_.~+/=-]{1,500}")
 TIMEOUT = httpx.Timeout(300.0, connect=10.0)  # a reconcile pass or a teardown may take a while
 Document = dict[str, Any]
 
@@ -89,7 +91,14 @@ class Api:
             ) from None
         if response.status_code >= 400:
             raise self.refusal(method, path, response)
-        document: Document = response.json()
+        try:
+            document: Document = response.json()
+        except ValueError:  # a proxy's page, another service on that port
+            raise RefusedError(
+                f"the server at {self.where} answered {method} {path} with something that is "
+                "not Nebula's JSON",
+                hint="check the URL: it should be Nebula's own (nebula context list)",
+            ) from None
         return document
 
     def refusal(self, method: str, path: str, response: httpx.Response) -> NebulaError:
@@ -151,6 +160,11 @@ def in_process(transport: httpx.BaseTransport) -> Api:
 
 
 def connect(server: str, token: str | None) -> Api:
+    if token is not None and not _TOKEN_TEXT.fullmatch(token):
+        raise UnauthorizedError(
+            "the token given is not one (a token is one word of letters, digits, '_' and '-')",
+            hint="copy it again from nebula token create (NEBULA_TOKEN, or nebula login)",
+        )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     headers["User-Agent"] = "nebula-cli"
     # Plain http needs no TLS context (building one reads the CA bundle: a tenth of a start).

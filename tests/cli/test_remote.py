@@ -251,3 +251,39 @@ def test_a_server_without_the_route_is_named(nebula: Nebula) -> None:
         f"error: the server at {url} has no route GET /api/v1/whoami: it runs another version "
         "of Nebula"
     )
+
+
+class _NotNebula(http.server.BaseHTTPRequestHandler):
+    """Another service on the port: a 200 page that is no JSON."""
+
+    def do_GET(self) -> None:
+        body = b"<html>Welcome to nginx!</html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_server_that_is_not_nebula_and_a_token_that_is_not_one(nebula: Nebula) -> None:
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotNebula)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{other.server_address[1]}"
+    try:
+        answered = Remote(nebula, url).cli("status")
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert (answered.code, answered.err.splitlines()[0]) == (
+        1,
+        f"error: the server at {url} answered GET /api/v1/status with something that is not "
+        "Nebula's JSON",
+    )
+    mangled = Remote(nebula, url).cli("status", token="nbl_x\nInjected: header")
+    assert (mangled.code, mangled.err.splitlines()[0]) == (
+        1,
+        "error: the token given is not one (a token is one word of letters, digits, '_' and '-')",
+    )
