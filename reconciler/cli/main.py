@@ -1,7 +1,9 @@
 """Entry point of the ``nebula`` console script.
 
 Start-up time is a feature: ``nebula --version`` answers here, having imported nothing but
-this; everything else runs through ``running`` (the parser, every command), loaded by name.
+this; ``nebula --help`` is printed from the catalog of commands (no command module imported,
+no command's parser built); everything else runs through ``running`` (the parser, every
+command). Both are loaded by name.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import reconciler
 from reconciler.lazy import Part
 
 RUN = Part("reconciler.cli.running", "run")
+HELP = Part("reconciler.cli.catalog", "print_help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -20,6 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments == ["--version"]:  # nothing else to know: answer before building the parser
         sys.stdout.write(f"nebula {reconciler.__version__}\n")
         return 0
+    if arguments in ([], ["-h"], ["--help"]):  # a bare `nebula` says it on stderr, exit 2
+        print_help: Callable[[bool], int] = HELP.get()
+        return print_help(not arguments)
     run: Callable[[Sequence[str]], int] = RUN.get()
     return run(arguments)
 

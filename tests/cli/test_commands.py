@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main, running
+from reconciler.cli import catalog, main, running
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
 
@@ -111,17 +111,28 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(
     assert capfd.readouterr().err == ""
 
 
-def test_each_command_is_registered_by_the_module_the_table_names() -> None:
-    """``running.COMMANDS``: a command's parser is built from its module alone, so the table
-    must name every command's module, and a command built alone parses as in the whole."""
+def test_each_command_is_registered_by_the_module_the_catalog_names() -> None:
+    """``catalog.COMMANDS``: a command's parser is built from its module alone, and
+    ``nebula --help`` is printed from the catalog: so the catalog must name every command's
+    module and its help line, and the help it prints must be the whole parser's."""
     whole = running.build_parser()
     (subparsers,) = [a for a in whole._actions if isinstance(a, argparse._SubParsersAction)]
-    registered = set(subparsers.choices)
-    assert registered == {c for names in running.COMMANDS.values() for c in names}
-    for module, names in running.COMMANDS.items():
-        for name in names:
+    shown = {action.dest: action.help for action in subparsers._choices_actions}
+    assert shown == catalog.HELP
+    assert list(shown) == list(catalog.HELP), "in the catalog's order"
+    assert catalog.help_text() == whole.format_help()
+    for module, lines in catalog.COMMANDS.items():
+        for name in lines:
             alone = running.build_parser([name])
             (only,) = [a for a in alone._actions if isinstance(a, argparse._SubParsersAction)]
-            assert set(only.choices) == set(names) or name == "completion", (module, name)
+            assert set(only.choices) == set(lines) or name == "completion", (module, name)
     assert running.command_of(["--server", "http://x", "status", "shop"]) == "status"
     assert running.command_of(["--config", "f.toml", "--json"]) is None
+
+
+def test_help_and_a_bare_nebula(nebula: Nebula) -> None:
+    helped = nebula.cli("--help")
+    assert (helped.code, helped.err) == (0, "")
+    assert helped.out.startswith("usage: nebula [-h]") and "NEBULA_DATABASE_URL" in helped.out
+    bare = nebula.cli()
+    assert (bare.code, bare.out, bare.err) == (2, "", helped.out)

@@ -56,7 +56,7 @@ class Nebula:
 
     def cli(self, *args: str) -> Result:
         """Run ``nebula ARGS`` in-process; ``args`` may be one shell-quoted string."""
-        argv = list(args) if len(args) > 1 else shlex.split(args[0])
+        argv = list(args) if len(args) != 1 else shlex.split(args[0])
         local.use(self.ctx)
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
