@@ -12,6 +12,10 @@ _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 # adds one to (a poll's time, a token's creation) then stays a date.
 LONGEST = timedelta(days=3650)
 LONGER_HINT = "give a shorter one, e.g. 30d"
+# What ``parse_duration`` reads, as the API's parameters declare it (a 422 for anything else):
+# whether it is in range is the act's to say, in its own words, whichever door it came by.
+PATTERN = r"^\s*(([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+|[0-9]+(\.[0-9]+)?)\s*$"
+TEXT_LONGEST = 100
 _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")  # ASCII digits: \d takes ٣ too
 
 

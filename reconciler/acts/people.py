@@ -13,10 +13,9 @@ from sqlalchemy.orm import Session
 from reconciler.acts.calls import Call, Document
 from reconciler.admin import grants, members, projects, tokens
 from reconciler.core import rights
-from reconciler.core.rights import Principal
 from reconciler.core.states import AdminAction, Role
-from reconciler.durations import parse_duration
-from reconciler.errors import ConfigurationError, NotFoundError
+from reconciler.durations import format_duration, parse_duration
+from reconciler.errors import ConfigurationError, ForbiddenError, NotFoundError
 from reconciler.requests import approvals
 from reconciler.store import schema
 from reconciler.views import iso
@@ -96,14 +95,21 @@ def _identity(call: Call) -> members.Identity:
 def _change_role(call: Call, session: Session, name: str, role: Role) -> Document:
     existing = members.find(session, name)
     old = Role(existing.role) if existing is not None else None
+    identity = _identity(call)
     rights.check_role_change(call.who, name, old, role, members.owners(session))
-    member = members.add(session, call.ctx.clock, name, role, _identity(call))
+    changes = members.identity_changes(existing, identity) if existing is not None else []
+    if changes and old is Role.ADMIN and name != call.who.name:
+        # Who an admin is decides who approves as them: one admin re-pointing another's Slack
+        # id could approve their own deploy as the other.
+        rights.require_owner(call.who, f"change who {name} is, an admin ({', '.join(changes)})")
+    member = members.add(session, call.ctx.clock, name, role, identity)
     approvals.refresh_waiting(session, call.ctx.clock)
     if old is None:
         call.audit(session, AdminAction.MEMBER_ADD, f"member {name}", f"Added {name} as {role}")
     else:
-        text = f"Role of {name}: {old} -> {role}"
-        call.audit(session, AdminAction.MEMBER_ROLE, f"member {name}", text)
+        said = [f"Role of {name}: {old} -> {role}"] if old is not role or not changes else []
+        said += changes if said else [f"Identity of {name}: {changes[0]}", *changes[1:]]
+        call.audit(session, AdminAction.MEMBER_ROLE, f"member {name}", "; ".join(said))
     return {"member": _member(member)}
 
 
@@ -215,29 +221,40 @@ def _lifetime(text: str | None) -> timedelta | None:
         raise ConfigurationError(f"--expires {text} is further away than time goes") from None
 
 
-def _may_hold_token_of(who: Principal, member: schema.Member) -> None:
-    """A member makes their own tokens; an admin another's; only an owner an owner's (a token
-    is its member: making one for someone is acting as them)."""
-    if member.name == who.name:
-        return
-    rights.require_admin(who, f"create a token for {member.name}")
-    if Role(member.role) is Role.OWNER:
-        rights.require_owner(who, f"create a token for {member.name}, an owner")
+def _within_caller(session: Session, call: Call, lifetime: timedelta | None) -> timedelta | None:
+    """A token made with a token lives no longer than it: else an hour's token, leaked, would
+    make itself a permanent one."""
+    if call.who.token is None:
+        return lifetime
+    ends = tokens.get(session, call.who.token).expires_at
+    if ends is None:
+        return lifetime
+    left = ends - call.ctx.clock.now()
+    if lifetime is None:
+        return left
+    if lifetime > left:
+        raise ForbiddenError(
+            f"a token cannot outlive the token that makes it: token {call.who.token} expires "
+            f"{iso(ends)}",
+            hint=f"ask for --expires {format_duration(left)} or less (or sign in with a token "
+            "that does not expire)",
+        )
+    return lifetime
 
 
 def create_token(call: Call) -> Document:
+    """The caller's own token: a token is its member, so making one for someone else would be
+    acting as them (and deciding their approvals). Locally, ``--as NAME`` is the caller."""
     who = call.who
-    name = call.maybe("member") or who.name
     lifetime = _lifetime(call.maybe("expires"))
     with call.ctx.db.transaction() as session:
-        member = members.find(session, name)
+        member = members.find(session, who.name)
         if member is None:
             raise NotFoundError(
-                f"No member named {name}: a token belongs to a member",
-                hint="name the member: nebula token create --as NAME (local), or sign in as "
-                "them (nebula login)",
+                f"No member named {who.name}: a token belongs to a member",
+                hint="name the member: nebula token create --as NAME",
             )
-        _may_hold_token_of(who, member)
+        lifetime = _within_caller(session, call, lifetime)
         row, text = tokens.create(
             session, call.ctx.clock, member, name=call.maybe("name"), lifetime=lifetime
         )
@@ -254,7 +271,7 @@ def revoke_token(call: Call) -> Document:
     with call.ctx.db.transaction() as session:
         row = tokens.get(session, token_id)
         owner = row.member.name
-        rights.check_own_or_admin(call.who, owner, "revoke the tokens")
+        rights.check_own_or_admin(call.who, owner, "revoke the tokens", Role(row.member.role))
         tokens.revoke(session, row)
         message = f"API token {token_id} of {owner} revoked"
         call.audit(session, AdminAction.TOKEN_REVOKE, f"token {token_id}", message)

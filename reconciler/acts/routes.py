@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from reconciler import durations
 from reconciler.acts.calls import Access, Param, Route
 from reconciler.core.states import ApprovalState, ChangeSetState
 
@@ -110,7 +111,7 @@ ROUTES: tuple[Route, ...] = (
              "Who the token acts as: member, role, grants (nebula whoami)", "Whoami"),
     _private("/api/v1/audit", "organization:audit",
              "The audit trail: administrative acts (nebula audit)", "AuditList",
-             Param("since", pattern=r"^(([0-9]{1,5}(ms|s|m|h|d))+|[0-9]{1,9})$", max_length=20,
+             Param("since", pattern=durations.PATTERN, max_length=durations.TEXT_LONGEST,
                    about="a duration back from now, e.g. 24h")),
     _private("/api/v1/members", "people:list_members", "Members (nebula member list)",
              "MemberList"),

@@ -103,6 +103,20 @@ def add(
     return member
 
 
+def identity_changes(member: schema.Member, identity: Identity) -> list[str]:
+    """What ``identity`` would change of who ``member`` is, as the audit words it: re-pointing
+    a Slack id or a sign-in lets another person act as them, so it is never silent."""
+    changes = []
+    for label, old, new in (
+        ("Slack id", member.slack_id, identity.slack_id),
+        ("e-mail", member.email, identity.email),
+        ("OIDC subject", member.oidc_subject, identity.oidc_subject),
+    ):
+        if new is not None and new != old:
+            changes.append(f"{label} {old or 'none'} -> {new}")
+    return changes
+
+
 def set_role(member: schema.Member, role: Role, identity: Identity = Identity()) -> None:
     member.role = role.value
     if identity.slack_id is not None:

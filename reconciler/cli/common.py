@@ -73,19 +73,36 @@ def remote(args: argparse.Namespace) -> contexts.Saved | None:
     token = (environ.get("NEBULA_TOKEN") or "").strip() or None
     named = getattr(args, "context", None)
     if server is None and named is None and not _contexts_may_exist():
+        _warn_local(token)
         return None
     saved = contexts.load(environ)
     if named is not None:
+        # The context named is the server: NEBULA_SERVER does not redirect it, and its saved
+        # token goes to no other server than its own (``--server`` elsewhere: NEBULA_TOKEN's).
         chosen = saved.get(named)
-        return contexts.Saved(chosen.name, server or chosen.server, token or chosen.token)
+        server = contexts.check_url(args.server) if getattr(args, "server", None) else None
+        if server is None or server == contexts.normal(chosen.server):
+            return contexts.Saved(chosen.name, chosen.server, token or chosen.token)
+        return contexts.Saved(chosen.name, server, token)
     if server is not None:
         server = contexts.check_url(server)
         known = saved.for_server(server)
         return contexts.Saved("", server, token or (known.token if known else None))
     in_use = saved.in_use()
     if in_use is None:
+        _warn_local(token)
         return None
     return contexts.Saved(in_use.name, in_use.server, token or in_use.token, in_use.member)
+
+
+def _warn_local(token: str | None) -> None:
+    """Local mode; a token set says someone meant a server."""
+    if token is not None:
+        output.warning(
+            "NEBULA_TOKEN is set but no server is: this command runs locally, on this "
+            "machine's store",
+            "set NEBULA_SERVER (or nebula login URL) to act on a server",
+        )
 
 
 def _contexts_may_exist() -> bool:

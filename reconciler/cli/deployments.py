@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reconciler.cli import common, output, tables, watching
+from reconciler.client import paths
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -218,7 +219,7 @@ def _requested(args: argparse.Namespace, data: dict[str, Any]) -> int:
 
 
 def _service(args: argparse.Namespace, verb: str) -> str:
-    return f"/api/v1/projects/{args.project}/services/{args.service}/{verb}"
+    return paths.api("projects", args.project, "services", args.service, verb)
 
 
 def rollback(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from reconciler.cli import common, output, tables
+from reconciler.client import paths
 
 HISTORY_COLUMNS = (
     tables.Column("release", "release"),
@@ -28,7 +29,7 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def history(args: argparse.Namespace) -> int:
-    path = f"/api/v1/projects/{args.project}/services/{args.service}/history"
+    path = paths.api("projects", args.project, "services", args.service, "history")
     rows = common.api(args).get(path, env=args.env)["releases"]
     if args.json:
         output.print_json({"releases": rows})

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from reconciler.cli import common, output
+from reconciler.client import paths
 from reconciler.errors import NebulaError
 
 EXIT_DIFFERENT = 1  # as kubectl diff: 0 no difference, 1 differences, 2 an error
@@ -41,7 +42,7 @@ def register(subparsers: common.Subparsers) -> None:
 def diff(args: argparse.Namespace) -> int:
     try:  # every error exits 2, settings' too: 1 says "differences"
         data = common.api(args).get(
-            f"/api/v1/projects/{args.project}/diff", env=args.env, service=args.service
+            paths.api("projects", args.project, "diff"), env=args.env, service=args.service
         )
     except NebulaError as exc:
         output.error(exc.message, exc.hint)

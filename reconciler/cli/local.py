@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler import bootstrap, wire
-from reconciler.acts import calls, routes
+from reconciler.acts import calls, checking, routes
 from reconciler.acts.calls import Call, Caller
 from reconciler.cli import common
 from reconciler.client import http
@@ -71,12 +71,14 @@ class Transport(http.Transport):
             return _answer(404, wire.body(wire.NO_ROUTE, message))
         route, path = found
         body = json.loads(request.content) if request.content else {}
+        query = dict(request.url.params)
         try:
+            checking.check(route, path, query)  # as the server's validation would
             call = Call(
                 context(self.args, git=route.git),
                 Caller(local=True, as_name=getattr(self.args, "actor", None)),
                 path=path,
-                query=dict(request.url.params),
+                query=query,
                 body=body,
             )
             return _answer(200, calls.run(route, call))

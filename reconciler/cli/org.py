@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from reconciler.cli import common, output, tables
+from reconciler.client import paths
 
 POLICIES = ("forbid_self_approval", "rollbacks_skip_approval")
 
@@ -49,7 +50,7 @@ FREEZE_COLUMNS = tuple(tables.Column(k, k) for k in ("id", "days", "from", "to",
 
 
 def policy_set(args: argparse.Namespace) -> int:
-    done = common.api(args).put(f"/api/v1/policies/{args.key}", {"value": args.value})["policy"]
+    done = common.api(args).put(paths.api("policies", args.key), {"value": args.value})["policy"]
     output.echo(f"{done['key']} = {str(done['value']).lower()}")
     return 0
 
@@ -66,7 +67,7 @@ def policy_list(args: argparse.Namespace) -> int:
 
 def service_set(args: argparse.Namespace) -> int:
     body = {"environment": args.env, "key": args.key, "value": args.value}
-    path = f"/api/v1/projects/{args.project}/services/{args.service}/settings"
+    path = paths.api("projects", args.project, "services", args.service, "settings")
     done = common.api(args).post(path, body)
     value = str(done["skip_production_approval"]).lower()
     output.echo(f"{args.project}/{args.env}/{args.service}: skip_production_approval = {value}")

@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from reconciler.cli import common, output, tables
+from reconciler.client import paths
 
 ROLES = ("owner", "admin", "member", "viewer")
 GRANTS = ("deploy", "approve")
@@ -98,12 +99,12 @@ def member_add(args: argparse.Namespace) -> int:
 def member_set(args: argparse.Namespace) -> int:
     body = {k: v for k, v in _member_body(args).items() if v is not None}
     return _shown_member(
-        args, common.api(args).patch(f"/api/v1/members/{args.name}", body)["member"]
+        args, common.api(args).patch(paths.api("members", args.name), body)["member"]
     )
 
 
 def member_remove(args: argparse.Namespace) -> int:
-    common.api(args).delete(f"/api/v1/members/{args.name}")
+    common.api(args).delete(paths.api("members", args.name))
     output.echo(f"member {args.name} removed")
     return 0
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from reconciler.cli import common, output, tables
+from reconciler.client import paths
 from reconciler.durations import format_duration, parse_duration
 from reconciler.errors import ConfigurationError
+from reconciler.gitsource import urls
+
+if TYPE_CHECKING:
+    from reconciler.client.http import Api
 
 SETTABLE = (
     "concurrency, interval, branch, path, repo, slack_channel, webhook_secret, webhook_limit, "
@@ -54,17 +60,26 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
 
 
+def _repo(api: Api, repo: str) -> str:
+    """Locally, ``--repo ./shop`` is the directory here; a server is never sent a relative
+    path (its working directory is nobody's business: it refuses one)."""
+    if api.remote or not urls.is_relative_path(repo):
+        return repo
+    return str(Path(repo.strip()).resolve())
+
+
 def project_add(args: argparse.Namespace) -> int:
     if args.interval:
         parse_duration(args.interval, setting="--interval")  # said here, before anything is sent
+    api = common.api(args)
     body = {
         "slug": args.slug,
-        "repo": args.repo,
+        "repo": _repo(api, args.repo),
         "branch": args.branch,
         "path": args.path,
         "interval": args.interval,
     }
-    data = common.api(args).post("/api/v1/projects", body)["project"]
+    data = api.post("/api/v1/projects", body)["project"]
     if args.json:
         output.print_json({"project": data})
     else:
@@ -109,14 +124,17 @@ def project_set(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             f"no value for {args.key}", hint=f"nebula project set {args.slug} {args.key} VALUE"
         )
+    api = common.api(args)
+    if args.key == "repo":
+        value = _repo(api, value)
     body = {"key": args.key, "value": value}
-    done = common.api(args).post(f"/api/v1/projects/{args.slug}/settings", body)
+    done = api.post(paths.api("projects", args.slug, "settings"), body)
     output.echo(f"{args.slug}: {args.key} = {done['value']}")
     return 0
 
 
 def project_remove(args: argparse.Namespace) -> int:
-    removal = common.api(args).delete(f"/api/v1/projects/{args.slug}")
+    removal = common.api(args).delete(paths.api("projects", args.slug))
     if args.json:
         output.print_json(removal)
     elif removal["forgotten"]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from reconciler.cli import common, output
+from reconciler.client import paths
 from reconciler.errors import ConfigurationError
 
 
@@ -32,7 +33,7 @@ def register(subparsers: common.Subparsers) -> None:
 
 
 def _path(args: argparse.Namespace) -> str:
-    return f"/api/v1/projects/{args.project}/environments/{args.env}/secrets"
+    return paths.api("projects", args.project, "environments", args.env, "secrets")
 
 
 def secret_set(args: argparse.Namespace) -> int:
@@ -43,7 +44,7 @@ def secret_set(args: argparse.Namespace) -> int:
             hint=f"echo -n VALUE | nebula secret set {args.project} {args.env} {args.name}",
         )
     # The value goes in the request's body, once (never in a URL); nothing answers it back.
-    done = common.api(args).put(f"{_path(args)}/{args.name}", {"value": value})
+    done = common.api(args).put(f"{_path(args)}/{paths.segment(args.name)}", {"value": value})
     changeset = done["changeset"]
     if args.json:
         output.print_json({"secret": args.name, "change": done["change"], "changeset": changeset})
@@ -56,7 +57,7 @@ def secret_set(args: argparse.Namespace) -> int:
 
 
 def secret_delete(args: argparse.Namespace) -> int:
-    common.api(args).delete(f"{_path(args)}/{args.name}")
+    common.api(args).delete(f"{_path(args)}/{paths.segment(args.name)}")
     output.echo(f"secret {args.name} deleted from {args.project}/{args.env}")
     return 0
 

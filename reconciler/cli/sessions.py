@@ -65,6 +65,11 @@ def _token(args: argparse.Namespace, server: str) -> str:
 
 def login(args: argparse.Namespace) -> int:
     server = contexts.check_url(args.url)
+    if not contexts.private_channel(server):
+        output.warning(
+            f"{server} is plain http: the token crosses the network unencrypted",
+            "use https:// (plain http is for this machine, or a trusted network)",
+        )
     saved = contexts.load(os.environ)  # a config that cannot be used says so before a prompt
     token = _token(args, server)
     connect: Callable[[str, str | None], Api] = common.REMOTE.get()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from reconciler.cli import common, output
+from reconciler.client import paths
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -28,7 +29,7 @@ def _where(data: dict[str, object]) -> str:
 
 def suspend(args: argparse.Namespace) -> int:
     body = {"environment": args.env, "reason": args.reason}
-    data = common.api(args).post(f"/api/v1/projects/{args.project}/suspend", body)
+    data = common.api(args).post(paths.api("projects", args.project, "suspend"), body)
     if args.json:
         output.print_json(data)
     else:
@@ -38,7 +39,7 @@ def suspend(args: argparse.Namespace) -> int:
 
 def resume(args: argparse.Namespace) -> int:
     body = {"environment": args.env}
-    data = common.api(args).post(f"/api/v1/projects/{args.project}/resume", body)
+    data = common.api(args).post(paths.api("projects", args.project, "resume"), body)
     if args.json:
         output.print_json(data)
     else:

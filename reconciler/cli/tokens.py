@@ -31,7 +31,6 @@ def register(subparsers: common.Subparsers) -> None:
         "--expires", type=_lifetime, metavar="DURATION", help="refused after this long, e.g. 30d"
     )
     p.add_argument("--name", help="what it is for, e.g. ci or laptop")
-    p.add_argument("--member", help="for another member (an admin; an owner's: an owner), remotely")
     common.add_json(p)
     p = common.command(token, "list", token_list, "tokens: member, role, created, last used")
     p.add_argument("--member", help="only this member's tokens")
@@ -47,7 +46,7 @@ def _lifetime(text: str) -> str:
 
 
 def token_create(args: argparse.Namespace) -> int:
-    body = {"member": args.member or args.actor, "name": args.name, "expires": args.expires}
+    body = {"name": args.name, "expires": args.expires}
     created = common.api(args).post("/api/v1/tokens", body)
     if args.json:
         output.print_json(created)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.cli import common, output
 from reconciler.core.states import ChangeSetState, DeploymentState
 from reconciler.durations import format_duration
+from reconciler.errors import StoreError, TransientError
 
 if TYPE_CHECKING:
     from reconciler.client.http import Api
@@ -94,9 +95,29 @@ def wait(args: argparse.Namespace) -> int:
         deployment_id = common.parse_id(args.id, "deployment")
         look = lambda: _look_deployment(api, deployment_id)  # noqa: E731
     deadline = time.monotonic() + args.timeout.total_seconds()
+    api.time_left = lambda: deadline - time.monotonic()
     printed: dict[int, str] = {}
+    what = f"change set {args.changeset}" if args.changeset is not None else f"deployment {args.id}"
+    said = ""  # the last failure to look, said once until it changes
     while True:
-        seen = look()
+        try:
+            seen = look()
+        except (TransientError, StoreError) as exc:
+            # The server restarting, a proxy's 503, a timeout: looked at again until --timeout
+            # (exit 1 is for what ended otherwise, which this is not).
+            if exc.message != said:
+                output.warning(f"could not look at {what} ({exc.message}): trying again")
+                said = exc.message
+            if time.monotonic() >= deadline:
+                output.error(
+                    f"timed out after {format_duration(args.timeout)}: could not look at "
+                    f"{what} ({exc.message})",
+                    hint="wait again with a longer --timeout, or see: nebula deployments",
+                )
+                return output.EXIT_TIMEOUT
+            time.sleep(min(LOOK_EVERY, max(deadline - time.monotonic(), 0)))
+            continue
+        said = ""
         for number, line in enumerate(seen.lines):
             if printed.get(number) != line:
                 output.echo(line)

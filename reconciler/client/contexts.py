@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from reconciler.errors import ConfigurationError, NotFoundError
 
@@ -88,7 +88,16 @@ def check_url(server: str) -> str:
             "a server URL carries no credentials: they would be saved and shown",
             hint="give the token at the prompt, or with --token-stdin",
         )
-    return normal(server)
+    # urlsplit reads the scheme in any case; the URL kept (and connected to) says it plainly.
+    return normal(urlunsplit(parts._replace(netloc=parts.netloc.lower())))
+
+
+def private_channel(server: str) -> bool:
+    """Whether a token sent to ``server`` stays private on the way: https, or this machine."""
+    parts = urlsplit(server)
+    host = (parts.hostname or "").lower()
+    loopback = host == "localhost" or host.startswith("127.") or host == "::1"
+    return parts.scheme == "https" or loopback
 
 
 def load(environ: Mapping[str, str]) -> Contexts:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 # Two optional imports of httpx's cost a remote command half its start, for nothing it uses:
 # httpx imports its own command line (click, rich's progress bars, pygments) whenever those
@@ -23,6 +25,7 @@ sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
 import httpx  # noqa: E402
 
 from reconciler import wire  # noqa: E402
+from reconciler.client import paths  # noqa: E402
 from reconciler.errors import (  # noqa: E402
     NebulaError,
     RefusedError,
@@ -45,6 +48,9 @@ class Api:
         self.client = client
         self.where = where
         self.has_token = token
+        # How many seconds an answer may still take (``nebula wait --timeout``): no request
+        # then outlasts what is left of the command's time.
+        self.time_left: Callable[[], float] | None = None
 
     @property
     def remote(self) -> bool:
@@ -76,11 +82,14 @@ class Api:
         params: dict[str, object] | None = None,
         body: Document | None = None,
     ) -> Document:
+        paths.check(path)
         query = {
             k: _param(v) for k, v in (params or {}).items() if v is not None and v is not False
         }
         try:
-            response = self.client.request(method, path, params=query, json=body)
+            response = self.client.request(
+                method, path, params=query, json=body, timeout=self._timeout()
+            )
         except httpx.TimeoutException as exc:
             raise UnansweredError(f"the Nebula server at {self.where} did not answer in time "
                                   f"({type(exc).__name__})") from None  # fmt: skip
@@ -100,6 +109,12 @@ class Api:
                 hint="check the URL: it should be Nebula's own (nebula context list)",
             ) from None
         return document
+
+    def _timeout(self) -> httpx.Timeout:
+        if self.time_left is None:
+            return TIMEOUT
+        left = max(self.time_left(), 0.05)
+        return httpx.Timeout(min(left, 300.0), connect=min(left, 10.0))
 
     def refusal(self, method: str, path: str, response: httpx.Response) -> NebulaError:
         status = response.status_code
@@ -167,7 +182,8 @@ def connect(server: str, token: str | None) -> Api:
         )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     headers["User-Agent"] = "nebula-cli"
-    # Plain http needs no TLS context (building one reads the CA bundle: a tenth of a start).
-    verify: bool = server.startswith("https:")
+    # Plain http needs no TLS context (building one reads the CA bundle: a tenth of a start);
+    # anything else is checked, whatever its spelling (``HTTPS://`` is https too).
+    verify: bool = urlsplit(server).scheme.lower() != "http"
     client = httpx.Client(base_url=server, headers=headers, timeout=TIMEOUT, verify=verify)
     return Api(client, server, token=token is not None)

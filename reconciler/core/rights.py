@@ -155,7 +155,13 @@ def check_role_change(
         )
 
 
-def check_own_or_admin(principal: Principal, owner: str, what: str) -> None:
-    """A member manages their own tokens; another member's take an admin."""
-    if owner != principal.name:
-        require_admin(principal, f"{what} of {owner}")
+def check_own_or_admin(
+    principal: Principal, owner: str, what: str, owner_role: Role | None = None
+) -> None:
+    """A member manages their own tokens; another member's take an admin, and an owner's an
+    owner (``owner_role``: an admin who revoked them could lock the owners out)."""
+    if owner == principal.name:
+        return
+    require_admin(principal, f"{what} of {owner}")
+    if owner_role is Role.OWNER:
+        require_owner(principal, f"{what} of {owner}, an owner")

@@ -27,6 +27,7 @@ from reconciler.context import Context
 from reconciler.core.states import Blocker
 from reconciler.errors import NebulaError, StoreError
 from reconciler.gitops import staging
+from reconciler.gitsource import urls
 from reconciler.gitsource.results import CommitInfo, FileEntry, HeadResult
 from reconciler.model import validation
 from reconciler.model.problems import Severity
@@ -77,21 +78,35 @@ def poll(ctx: Context, slugs: Iterable[str] | None = None) -> PollReport:
         except StoreError:
             raise  # the store failing is every project's: the caller waits for it
         except Exception as exc:  # a bug one project's commit ran into: that project's alone
-            _failed(ctx, slug, heads[(url, branch)], exc, report)
+            _failed(ctx, slug, url, heads[(url, branch)], exc, report)
     return report
 
 
-def _failed(ctx: Context, slug: str, head: HeadResult, exc: Exception, report: PollReport) -> None:
+def _said(exc: Exception, url: str) -> str:
+    """The failure as the status page may show it: the repository's credentials masked."""
+    try:
+        secrets = urls.parse(url).userinfo_secrets
+    except NebulaError:
+        secrets = ()
+    return urls.scrub(str(exc), url, secrets)[:300]
+
+
+def _failed(
+    ctx: Context, slug: str, url: str, head: HeadResult, exc: Exception, report: PollReport
+) -> None:
     """What an unexpected failure of one project's poll leaves: that project's
     ``configuration`` blocker saying so (logged with its traceback once per distinct error),
-    its next poll on its interval rather than at once, and every other project polled."""
+    its next poll on its interval rather than at once, and every other project polled. A
+    project removed meanwhile leaves nothing (and stops no other's poll)."""
     with ctx.db.transaction() as session:
-        project = project_rows.get(session, slug)
+        project = project_rows.find(session, slug)
+        if project is None:
+            return
         short = (head.commit or "")[:7] or "its head"
         blocked = Blocked(
             Blocker.CONFIGURATION,
             f"Nebula could not poll {project.path} at {short}: {type(exc).__name__}: "
-            f"{str(exc)[:300]} (an error in Nebula, logged). Nothing was staged; environments "
+            f"{_said(exc, url)} (an error in Nebula, logged). Nothing was staged; environments "
             "keep serving.",
             head.commit,
         )

@@ -24,6 +24,8 @@ MASK = "***"
 # ``user@host:path`` (scp-like ssh): no scheme, a colon before the first slash.
 _SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/]+)@)?(?P<host>[^/:]+):(?P<path>(?!//).*)$")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+# ``ext::sh -c ...``, ``fd::17``: git's ``<transport>::<address>`` (not ``git@[::1]:repo``).
+_HELPER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
 
 
 class Transport(StrEnum):
@@ -68,8 +70,9 @@ def refusal(url: str) -> str | None:
         return "the repository URL is empty"
     if text.startswith("-"):
         return "a repository URL cannot start with '-' (git would read it as an option)"
-    if "::" in text.split("/", 1)[0]:
-        return f"{sanitize_url(text)} names a git remote helper ('{text.split('::')[0]}::')"
+    helper = _HELPER.match(text)
+    if helper is not None:
+        return f"{sanitize_url(text)} names a git remote helper ('{helper.group(0)}')"
     scheme = unsupported_scheme(text)
     if scheme is not None:
         return f"The repository URL {sanitize_url(text)} uses the unsupported scheme '{scheme}'"
@@ -77,14 +80,27 @@ def refusal(url: str) -> str | None:
         remote = parse(text)
     except PermanentError as exc:
         return exc.message.rstrip(".")
-    if remote.transport is Transport.LOCAL:
-        if not (text.startswith(("/", "~")) or _WINDOWS_DRIVE.match(text)):
-            return f"{sanitize_url(text)} is a relative path: give an absolute one"
-        return None
-    host = remote.host or ""
-    if host.startswith("-") or any(part.startswith("-") for part in _segments(text)):
+    if is_relative_path(text):
+        return f"{sanitize_url(text)} is a relative path: give an absolute one"
+    # Only ssh hands the URL's parts to a command line (``ssh -oProxyCommand=...``).
+    parts = _segments(text) if remote.transport is Transport.SSH else []
+    if (remote.host or "").startswith("-") or any(part.startswith("-") for part in parts):
         return f"{sanitize_url(text)} has a part that starts with '-' (git would read an option)"
     return None
+
+
+def is_relative_path(url: str) -> bool:
+    """A path on this machine, relative to where it is read: the command line makes it
+    absolute in local mode (a server's working directory is nobody's business)."""
+    text = url.strip()
+    if text.startswith("-") or _HELPER.match(text):
+        return False  # refused, and never made a path of
+    try:
+        remote = parse(text)
+    except PermanentError:
+        return False
+    absolute = text.startswith(("/", "~")) or _WINDOWS_DRIVE.match(text) is not None
+    return remote.transport is Transport.LOCAL and not absolute
 
 
 def _segments(text: str) -> list[str]:

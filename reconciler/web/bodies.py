@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from reconciler import durations
 from reconciler.web.models import NAME_PATTERN, RELEASE_PATTERN
 
 MEMBER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$"
@@ -16,10 +17,7 @@ SLUG_PATTERN = r"^[a-z](?:[a-z0-9-]{0,38}[a-z0-9])?$"
 ROLE_PATTERN = r"^(owner|admin|member|viewer)$"
 EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]{1,189}$"
 BOOLEAN_PATTERN = r"^(true|false|yes|no|on|off|1|0)$"
-DURATION_PATTERN = r"^(([0-9]{1,9}(ms|s|m|h|d))+|[0-9]{1,12})$"
 TOKEN_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]{1,100}$"  # printable: it is shown in tables
-# A token's lifetime: days (and hours), hours or minutes; never past Nebula's longest.
-LIFETIME_PATTERN = r"^([1-9][0-9]{0,2}d([1-9][0-9]?h)?|[1-9][0-9]{0,3}h|[1-9][0-9]{0,4}m)$"
 _DAY = "(mon|tue|wed|thu|fri|sat|sun)"
 DAYS_PATTERN = f"^{_DAY}(,{_DAY}){{0,6}}$"
 TIME_PATTERN = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
@@ -91,7 +89,10 @@ class ProjectAdd(In):
         default=None, min_length=1, max_length=1000, description="default: nebula.toml"
     )
     interval: str | None = Field(
-        default=None, pattern=DURATION_PATTERN, description="poll interval (default 60s)"
+        default=None,
+        pattern=durations.PATTERN,
+        max_length=durations.TEXT_LONGEST,
+        description="poll interval (default 60s)",
     )
 
 
@@ -129,14 +130,16 @@ class GrantAdd(In):
 
 
 class TokenCreate(In):
-    member: str | None = Field(
-        default=None, pattern=MEMBER_PATTERN, description="default: the caller's own"
-    )
+    """Always the caller's own token (a token is its member)."""
+
     name: str | None = Field(
         default=None, pattern=TOKEN_NAME_PATTERN, description="what it is for, e.g. ci"
     )
     expires: str | None = Field(
-        default=None, pattern=LIFETIME_PATTERN, description="a lifetime, e.g. 30d"
+        default=None,
+        pattern=durations.PATTERN,
+        max_length=durations.TEXT_LONGEST,
+        description="a lifetime, e.g. 30d (at most 10 years)",
     )
 
 

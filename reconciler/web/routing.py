@@ -19,10 +19,9 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from reconciler.acts import calls
+from reconciler.acts import calls, checking
 from reconciler.acts.calls import Access, Call, Caller, Param, Route
 from reconciler.acts.routes import ROUTES
-from reconciler.errors import ConfigurationError
 from reconciler.web import admindocs, bodies, models
 from reconciler.web.appstate import AppState, get_state
 from reconciler.web.error_responses import documented
@@ -68,20 +67,13 @@ def _endpoint(route: Route) -> Callable[..., Any]:
     path_names = {p.name for p in route.params if p.in_path}
     body_model = _model(route.body) if route.body is not None else None
 
-    known = {p.name for p in route.params if not p.in_path}
-
     # The app, the request and the token are named so that no parameter of the table can
     # take their names.
     async def endpoint(
         app_state_: AppState, request_: Request, bearer_: Any = None, **values: Any
     ) -> Any:
         state = app_state_
-        unknown = sorted(set(request_.query_params) - known)
-        if unknown:  # a typo (?projct=shop) is said, not ignored
-            raise ConfigurationError(
-                f"query.{unknown[0][:40]}: not a parameter of {route.method} {route.path}",
-                hint=f"its parameters: {', '.join(sorted(known)) or 'none'}",
-            )
+        checking.check_known(route, request_.query_params)  # after FastAPI's own checks
         token = _token(request_) if route.access is Access.PAGE else _bearer(bearer_)
         body = values.pop("body", None)
         dumped = body.model_dump(by_alias=True) if isinstance(body, BaseModel) else {}

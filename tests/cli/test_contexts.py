@@ -85,3 +85,19 @@ def test_contexts_are_listed_used_and_unset_without_their_tokens(
     assert sorted(contexts.load(environ).saved) == ["stage"]
     nobody = nebula.cli("logout")
     assert (nobody.code, nobody.err.splitlines()[0]) == (1, "error: no context is in use")
+
+
+@pytest.mark.parametrize(
+    ("url", "private"),
+    [("https://nebula.example.com", True), ("http://127.0.0.1:8080", True),
+     ("http://localhost:8080", True), ("http://[::1]:8080", True),
+     ("http://nebula.example.com", False), ("http://10.0.0.5:8080", False)],
+)  # fmt: skip
+def test_login_warns_when_the_token_would_cross_the_network_in_clear(
+    url: str, private: bool
+) -> None:
+    assert contexts.private_channel(url) is private
+
+
+def test_a_server_url_is_kept_as_plainly_as_it_is_connected_to() -> None:
+    assert contexts.check_url("HTTPS://Nebula.Example.COM/") == "https://nebula.example.com"

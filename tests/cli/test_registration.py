@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.plugins.git import GitRepo
 from tests.plugins.nebula import Nebula
 
 BRANCH_HINT = "hint: give a branch name as git allows it, e.g. main or release/2.0\n"
@@ -112,7 +113,6 @@ def test_a_slug_with_a_newline_is_refused_on_one_line(nebula: Nebula) -> None:
         ("/dev/zero", "/dev/zero is not a directory"),
         ("ssh://-oProxyCommand=touch%20x/repo", "has a part that starts with '-'"),
         ("git@-oProxyCommand=x:repo", "has a part that starts with '-'"),
-        ("shop/repo", "is a relative path: give an absolute one"),
         ("ftp://example.com/x.git", "uses the unsupported scheme 'ftp'"),
     ],
 )
@@ -131,3 +131,28 @@ def test_a_repository_url_git_would_misread_is_refused_at_registration(
     nebula.ok("project add shop --repo /srv/shop")
     again = nebula.cli("project", "set", "shop", "repo", repo)
     assert again.code == 1 and said in again.err
+
+
+def test_a_relative_path_is_the_directory_here_in_local_mode(
+    nebula: Nebula, git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--repo ./shop`` names the directory the command runs in (a server refuses one: its
+    working directory is nobody's business, tests/cli/test_remote.py)."""
+    monkeypatch.chdir(git_repo.path.parent)
+    relative = f"./{git_repo.path.name}"
+    said = nebula.ok(f"project add shop --repo {relative}").out
+    assert said.startswith(f"project shop watches {git_repo.path.resolve()} (main")
+    nebula.ok(f"project set shop repo {git_repo.path.name}")
+    (project,) = nebula.json("project list")["projects"]
+    assert project["repo"] == str(git_repo.path.resolve())
+
+
+@pytest.mark.parametrize(
+    "repo",
+    ["https://git.example.com/-org/shop.git", "git@[::1]:shop.git", "git@github.com:org/shop.git",
+     "ssh://git@git.example.com:2222/org/shop.git"],
+)  # fmt: skip
+def test_what_git_reads_as_no_option_is_registered(nebula: Nebula, repo: str) -> None:
+    """Only ssh hands a URL's parts to a command line: an https path may start with '-', and
+    an IPv6 host is no remote helper."""
+    assert nebula.cli("project", "add", "shop", "--repo", repo).code == 0

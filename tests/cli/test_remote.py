@@ -8,18 +8,30 @@ the command line runs in this process with ``NEBULA_SERVER`` and a member's toke
 from __future__ import annotations
 
 import http.server
+import io
 import json
+import socket
+import ssl
 import threading
+import time
+import types
 from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from datetime import timedelta
+from pathlib import Path
 
+import httpx
 import pytest
 
 from fixtures import loading
-from reconciler.cli import waiting, watching
+from reconciler.cli import main, waiting, watching
+from reconciler.client import contexts
+from reconciler.views import iso
+from tests.infra import certs
 from tests.plugins import people
-from tests.plugins.doors import Remote
+from tests.plugins.doors import Remote, environment
 from tests.plugins.git import GitRepo, free_port
-from tests.plugins.nebula import Nebula
+from tests.plugins.nebula import Nebula, Result
 from tests.web.world import ThreadedServer
 
 SHOP = loading.project("storefront")
@@ -169,6 +181,33 @@ def test_an_expired_token_is_refused_with_401(remote: Remote, shop: Nebula) -> N
     assert expired.err.splitlines()[0] == "error: the server refused the token (401): token expired"
 
 
+def test_a_token_makes_only_its_own_member_s_and_none_that_outlives_it(
+    remote: Remote, shop: Nebula
+) -> None:
+    start = shop.clock.now()
+    at = lambda minutes: iso(start + timedelta(minutes=minutes))  # noqa: E731
+    hour = shop.ok("token create --as carol --expires 1h").out.strip()
+    made = remote.cli("token create --expires 30m -o json", token=hour)
+    assert made.code == 0, made.err
+    assert (made.json["member"], made.json["expires_at"]) == ("carol", at(30))
+    # No expiry asked for: the new one ends when the token that made it does.
+    forever = remote.cli("token create -o json", token=hour).json
+    assert forever["expires_at"] == at(60)
+    refused = remote.cli("token create --expires 2h", token=hour)
+    token_id = remote.cli("whoami -o json", token=hour).json["token"]["id"]
+    assert refused.err.splitlines() == [
+        f"error: a token cannot outlive the token that makes it: token {token_id} expires {at(60)}",
+        "hint: ask for --expires 1h or less (or sign in with a token that does not expire)",
+    ]
+    # The API takes no member: a token for someone else is nobody's to make.
+    api = httpx.post(
+        f"{remote.url}/api/v1/tokens",
+        json={"member": "olga"},
+        headers={"Authorization": f"Bearer {remote.token('alice')}"},
+    )
+    assert api.status_code == 422 and "member" in api.text
+
+
 def test_reads_of_the_page_need_no_token_and_the_rest_do(remote: Remote) -> None:
     assert remote.cli("status shop").code == 0
     for command in ("audit", "member list", "token list", "grant list", "policy list"):
@@ -287,3 +326,162 @@ def test_a_server_that_is_not_nebula_and_a_token_that_is_not_one(nebula: Nebula)
         1,
         "error: the token given is not one (a token is one word of letters, digits, '_' and '-')",
     )
+
+
+@pytest.mark.parametrize("scheme", ["https", "HTTPS", "hTtPs"])
+def test_a_server_s_certificate_is_checked_however_https_is_spelled(
+    nebula: Nebula, tmp_path: Path, scheme: str
+) -> None:
+    """A self-signed certificate is refused before the token is sent: in any case of the
+    scheme (``HTTPS://`` once turned the checks off)."""
+    pair = certs.self_signed(tmp_path, "nebula")
+    served = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotNebula)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(pair.cert_path, pair.key_path)
+    served.socket = tls.wrap_socket(served.socket, server_side=True)
+    threading.Thread(target=served.serve_forever, daemon=True).start()
+    url = f"{scheme}://127.0.0.1:{served.server_address[1]}"
+    try:
+        refused = Remote(nebula, url).cli("status", token="nbl_00000000_" + "x" * 32)
+    finally:
+        served.shutdown()
+        served.server_close()
+    assert refused.code == 1
+    first = refused.err.splitlines()[0]
+    assert first.startswith("error: cannot reach the Nebula server at https://127.0.0.1:"), first
+    assert "CERTIFICATE_VERIFY_FAILED" in first or "certificate verify failed" in first, first
+
+
+class _Restarting(http.server.BaseHTTPRequestHandler):
+    """A server that answers 503 (a proxy while Nebula restarts) ``failures`` times, then with
+    a healthy deployment."""
+
+    failures = 0
+
+    def do_GET(self) -> None:
+        if type(self).failures > 0:
+            type(self).failures -= 1
+            status, document = (
+                503,
+                {"error": "the state store failed: restarting", "code": "database"},
+            )
+        else:
+            deployment = {"id": 5, "service": "api", "release": "r-1", "state": "healthy",
+                          "blocker": None, "message": None}  # fmt: skip
+            status, document = 200, {"deployment": deployment}
+        body = json.dumps(document).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("failures", "code"), [(3, 0), (1000, 3)])
+def test_wait_looks_again_through_a_restart_until_its_timeout(
+    nebula: Nebula, monkeypatch: pytest.MonkeyPatch, failures: int, code: int
+) -> None:
+    """A 503 is no ending (exit 1 is for a deployment that ended otherwise): wait looks again,
+    saying so once, and gives up with exit 3 when --timeout passes."""
+    now = [0.0]
+    fake = types.SimpleNamespace(
+        monotonic=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
+    )
+    monkeypatch.setattr(waiting, "time", fake)
+    _Restarting.failures = failures
+    served = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Restarting)
+    threading.Thread(target=served.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{served.server_address[1]}"
+    try:
+        waited = Remote(nebula, url).cli("wait 5 --timeout 30s", token="nbl_00000000_" + "x" * 32)
+    finally:
+        served.shutdown()
+        served.server_close()
+    assert waited.code == code, waited.err
+    said = (
+        "warning: could not look at deployment 5 (the state store failed: restarting): trying again"
+    )
+    assert waited.err.splitlines()[0] == said
+    assert waited.err.count(said) == 1, "said once, not at every look"
+    if code == 0:
+        assert waited.out == "deployment 5: api r-1 healthy\n"
+    else:
+        assert waited.err.splitlines()[1:] == [
+            "error: timed out after 30s: could not look at deployment 5 (the state store failed: "
+            "restarting)",
+            "hint: wait again with a longer --timeout, or see: nebula deployments",
+        ]
+
+
+def test_wait_gives_a_hung_server_no_more_than_its_timeout(
+    nebula: Nebula, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that takes the connection and never answers: the look is cut at what is left
+    of --timeout (a request may otherwise take minutes), then exit 3."""
+    now = [0.0]
+    fake = types.SimpleNamespace(
+        monotonic=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
+    )
+    monkeypatch.setattr(waiting, "time", fake)
+    with socket.create_server(("127.0.0.1", 0)) as hung:  # listens, never accepts
+        url = f"http://127.0.0.1:{hung.getsockname()[1]}"
+        started = time.monotonic()
+        waited = Remote(nebula, url).cli("wait 5 --timeout 1s", token="nbl_00000000_" + "x" * 32)
+        took = time.monotonic() - started
+    assert waited.code == 3, waited.err
+    assert waited.err.splitlines()[-2].startswith(
+        "error: timed out after 1s: could not look at deployment 5"
+    )
+    assert took < 30, "cut at what was left of the timeout, not the client's own 300 s"
+
+
+def test_a_server_is_never_sent_a_relative_path(remote: Remote, shop: Nebula) -> None:
+    refused = remote.cli("project add other --repo ./other", as_="olga")
+    assert refused.err.splitlines()[0] == (
+        "error: ./other is a relative path: give an absolute one"
+    )
+    assert [p["slug"] for p in shop.json("project list")["projects"]] == ["shop"]
+
+
+def _run(*argv: str, **env: str | None) -> Result:
+    out, err = io.StringIO(), io.StringIO()
+    with environment(**env), redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main.main(list(argv))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def test_a_named_context_s_token_goes_to_its_own_server_only(
+    remote: Remote, tmp_path: Path
+) -> None:
+    home = str(tmp_path / "laptop")
+    saved = contexts.load({"NEBULA_CONFIG_HOME": home})
+    contexts.save(
+        contexts.with_saved(saved, contexts.Saved("prod", remote.url, remote.token("carol")))
+    )
+    elsewhere = f"http://127.0.0.1:{free_port()}"  # nothing listens: were it asked, it fails
+    me = _run("--context", "prod", "whoami", "-o", "json", NEBULA_CONFIG_HOME=home,
+              NEBULA_SERVER=elsewhere, NEBULA_TOKEN=None)  # fmt: skip
+    assert me.code == 0, me.err
+    assert me.json["member"] == "carol", "NEBULA_SERVER does not redirect a named context"
+    other = _run("--context", "prod", "--server", elsewhere, "status", NEBULA_CONFIG_HOME=home,
+                 NEBULA_SERVER=None, NEBULA_TOKEN=None)  # fmt: skip
+    assert other.err.splitlines()[0].startswith(
+        f"error: cannot reach the Nebula server at {elsewhere}"
+    )
+
+
+def test_a_token_without_a_server_is_warned_about(nebula: Nebula, tmp_path: Path) -> None:
+    ran = _run("status", NEBULA_CONFIG_HOME=str(tmp_path / "none"), NEBULA_SERVER=None,
+               NEBULA_TOKEN="nbl_00000000_" + "x" * 32)  # fmt: skip
+    assert ran.code == 0
+    assert ran.err.splitlines() == [
+        "warning: NEBULA_TOKEN is set but no server is: this command runs locally, on this "
+        "machine's store",
+        "hint: set NEBULA_SERVER (or nebula login URL) to act on a server",
+    ]

@@ -125,6 +125,12 @@ def test_own_tokens_or_an_admin() -> None:
     assert refused.value.message == (
         "bob may not revoke the tokens of alice: needs the admin role (bob is a member)"
     )
+    rights.check_own_or_admin(who(Role.OWNER), "olga", "revoke the tokens", Role.OWNER)
+    with pytest.raises(ForbiddenError) as refused:
+        rights.check_own_or_admin(who(Role.ADMIN), "olga", "revoke the tokens", Role.OWNER)
+    assert refused.value.message == (
+        "bob may not revoke the tokens of olga, an owner: needs the owner role (bob is an admin)"
+    )
 
 
 def test_the_operator_of_the_store_holds_every_right() -> None:

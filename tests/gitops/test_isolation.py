@@ -9,8 +9,13 @@ import logging
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.orm import Session
 
 from fixtures import loading
+from reconciler.admin import projects as project_rows
+from reconciler.errors import NotFoundError
+from reconciler.gitops import polling
+from reconciler.gitsource.results import HeadResult
 from reconciler.model import validation
 from tests.plugins.git import GitRepoFactory
 from tests.plugins.nebula import Nebula
@@ -64,3 +69,47 @@ def test_a_bug_in_one_project_s_validation_stops_no_other_project(
     nebula.clock.advance(timedelta(minutes=2).total_seconds())
     nebula.ok("reconcile --until-idle --timeout 1m")
     assert nebula.status("broken")["blocker"] is None
+
+
+def test_a_project_removed_while_polled_stops_no_other_project(
+    nebula: Nebula, git_repos: GitRepoFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone, healthy = git_repos.local("gone"), git_repos.local("healthy")
+    gone.commit({"nebula.toml": HELLO})
+    healthy.commit({"nebula.toml": HELLO})
+    nebula.ok(f"project add gone --repo {gone.url}")
+    nebula.ok(f"project add healthy --repo {healthy.url}")
+    real_get, real_find = project_rows.get, project_rows.find
+
+    def get(session: Session, slug: str, **kw: bool) -> object:
+        if slug == "gone":  # removed by another replica between the listing and its poll
+            raise NotFoundError("No project named gone")
+        return real_get(session, slug, **kw)
+
+    monkeypatch.setattr(project_rows, "get", get)
+    monkeypatch.setattr(
+        project_rows, "find", lambda s, slug: None if slug == "gone" else real_find(s, slug)
+    )
+    report = polling.poll(nebula.ctx)
+    assert report.results.get("healthy") is not None and "gone" not in report.blocked
+
+
+def test_what_the_page_shows_of_a_failed_poll_has_no_credentials(
+    nebula: Nebula, git_repos: GitRepoFactory
+) -> None:
+    repo = git_repos.local("shop")
+    repo.commit({"nebula.toml": HELLO})
+    nebula.ok(f"project add shop --repo {repo.url}")
+    url = "https://bob:ghp_s3cr3tT0ken@git.example.com/shop.git"
+    failure = RuntimeError(f"could not read {url}: ghp_s3cr3tT0ken refused")
+    polling._failed(
+        nebula.ctx,
+        "shop",
+        url,
+        HeadResult(commit="a" * 40),
+        failure,
+        polling.PollReport(),
+    )
+    message = nebula.status("shop")["message"]
+    assert "s3cr3t" not in message and "bob:" not in message
+    assert "could not read https://***@git.example.com/shop.git: *** refused" in message

@@ -123,6 +123,7 @@ ENDPOINTS = {
         for name, (route, call) in administration.ACTS.items()
     },
     "reconcile": Endpoint("/api/v1/reconcile", ASK, administration.reconcile),
+    "create one's own token": Endpoint("/api/v1/tokens", ASK, administration.create_token),
 }
 # Applying and discarding a change set take the deploy grant in its environment, checked by
 # the same function as a redeploy's; tests/cli/test_people.py and the stateful robustness

@@ -3,6 +3,7 @@ and the migrations describe exactly the models (a model change without a migrati
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,12 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
+from reconciler.clock import FakeClock
 from reconciler.store import database, migrating
 from reconciler.store.database import Database
 from reconciler.store.migrating import MIGRATIONS
 from reconciler.store.schema import Base
+from tests.plugins import people
 
 
 def _revisions() -> list[str]:
@@ -57,13 +60,7 @@ def test_the_store_knows_its_newest_migration_without_alembic() -> None:
 def test_downgrade_to_nothing_and_back(url: str) -> None:
     db = Database(url)
     try:
-        from alembic import command
-
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        with db.engine.begin() as connection:
-            config.attributes["connection"] = connection
-            command.downgrade(config, "base")
+        migrating.downgrade(db.engine, "base")
         assert set(inspect(db.engine).get_table_names()) <= {"alembic_version"}
         db.migrate()
         assert "deployments" in inspect(db.engine).get_table_names()
@@ -96,3 +93,58 @@ def test_an_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
         Database("postgresql+psycopg://nebula:hunter2@127.0.0.1:9/nebula")
     assert "the database cannot be reached" in caught.value.message
     assert "hunter2" not in caught.value.message
+
+
+def test_going_back_to_1_1_leaves_a_viewer_unable_to_act(url: str) -> None:
+    """1.1 knew no viewer: one becomes a member, but one who cannot sign in (tokens gone)."""
+    db = Database(url)
+    clock = FakeClock()
+    try:
+        with db.transaction() as session:
+            people.member(session, clock, "vera", "viewer")
+            people.member(session, clock, "bob", "admin")
+            people.token(session, clock, "vera")
+            people.token(session, clock, "bob")
+        migrating.downgrade(db.engine, "0008")
+        with db.engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT m.name, m.role, COUNT(t.id) FROM members m "
+                    "LEFT JOIN api_tokens t ON t.member_id = m.id GROUP BY m.name, m.role "
+                    "ORDER BY m.name"
+                )
+            ).all()
+        assert [tuple(r) for r in rows] == [("bob", "admin", 1), ("vera", "member", 0)]
+    finally:
+        db.dispose()
+
+
+def test_a_1_1_store_with_members_and_tokens_upgrades_keeping_them(url: str) -> None:
+    """Rebuilding ``members`` (a batch migration on SQLite) while tokens point at it."""
+    db = Database(url, migrate=False)
+    try:
+        db.migrate("0008")
+        with db.engine.begin() as connection:
+            connection.execute(
+                text("INSERT INTO members (name, role, created_at) VALUES ('bob', 'admin', :at)"),
+                {"at": datetime(2026, 1, 1)},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO api_tokens (member_id, prefix, digest, created_at) "
+                    "SELECT id, 'abcd1234', 'x', :at FROM members"
+                ),
+                {"at": datetime(2026, 1, 1)},
+            )
+        db.migrate()
+        with db.engine.connect() as connection:
+            kept = connection.execute(
+                text(
+                    "SELECT m.name, m.role, t.prefix FROM members m JOIN api_tokens t "
+                    "ON t.member_id = m.id"
+                )
+            ).all()
+        assert [tuple(r) for r in kept] == [("bob", "admin", "abcd1234")]
+        assert db.revision() == database.HEAD
+    finally:
+        db.dispose()

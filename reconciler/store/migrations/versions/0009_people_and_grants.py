@@ -53,5 +53,9 @@ def downgrade() -> None:
         batch.drop_constraint("uq_members_email", type_="unique")
         batch.drop_column("oidc_subject")
         batch.drop_column("email")
-    # Roles that 1.1 did not know become what they were closest to.
+    # 1.1 knew no read-only role: a viewer becomes a member who cannot sign in (their tokens
+    # revoked), never one who may suddenly deploy.
+    op.execute(
+        "DELETE FROM api_tokens WHERE member_id IN (SELECT id FROM members WHERE role = 'viewer')"
+    )
     op.execute("UPDATE members SET role = 'member' WHERE role = 'viewer'")
