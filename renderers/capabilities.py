@@ -28,6 +28,18 @@ class Capabilities:
         return "batch/v1" if self.has("batch/v1/CronJob") else "batch/v1beta1"
 
     @property
+    def pdb_api_version(self) -> str:
+        # policy/v1 arrived in 1.21; policy/v1beta1 was removed in 1.25.
+        return "policy/v1" if self.has("policy/v1/PodDisruptionBudget") else "policy/v1beta1"
+
+    @property
+    def hpa_api_version(self) -> str:
+        # autoscaling/v2 arrived in 1.23; v2beta2 (the same fields we render) was removed in 1.26.
+        if self.has("autoscaling/v2/HorizontalPodAutoscaler"):
+            return "autoscaling/v2"
+        return "autoscaling/v2beta2"
+
+    @property
     def label(self) -> str:
         return (
             "the newest Kubernetes"
@@ -50,10 +62,29 @@ _CORE = (
     "apps/v1/Deployment",
     "apps/v1/StatefulSet",
     "batch/v1/Job",
+    "networking.k8s.io/v1/Ingress",
+    # A CRD (Gateway API v1), served wherever it is installed, whatever the Kubernetes version.
+    "gateway.networking.k8s.io/v1/HTTPRoute",
 )
 
-KUBERNETES_1_20 = Capabilities("1.20", _served(*_CORE, "batch/v1beta1/CronJob"))
-RECENT = Capabilities(LATEST, _served(*_CORE, "batch/v1/CronJob"))
+KUBERNETES_1_20 = Capabilities(
+    "1.20",
+    _served(
+        *_CORE,
+        "batch/v1beta1/CronJob",
+        "policy/v1beta1/PodDisruptionBudget",
+        "autoscaling/v2beta2/HorizontalPodAutoscaler",
+    ),
+)
+RECENT = Capabilities(
+    LATEST,
+    _served(
+        *_CORE,
+        "batch/v1/CronJob",
+        "policy/v1/PodDisruptionBudget",
+        "autoscaling/v2/HorizontalPodAutoscaler",
+    ),
+)
 
 PRESETS = {"1.20": KUBERNETES_1_20, LATEST: RECENT}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 
 MAX_NAME = 63
+MAX_SECRET_NAME = 253
 MAX_CRONJOB_NAME = 52
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -67,6 +68,11 @@ def job(service: str, number: int, process: str) -> str:
     return fit(f"{service}-r{number}-{process}")
 
 
+def route(service: str, process: str) -> str:
+    """An HTTPRoute's or Ingress's: one per process with domains."""
+    return fit(f"{service}-{process}")
+
+
 def volume_claim(service: str, volume: str) -> str:
     return fit(f"{service}-{volume}")
 
@@ -90,6 +96,14 @@ def unit_labels(project: str, environment: str, unit: str) -> Labels:
 
 def release_labels(project: str, environment: str, service: str, number: int) -> Labels:
     return (*unit_labels(project, environment, service), (RELEASE, release_label(number)))
+
+
+POD_SECURITY_MODES = ("enforce", "audit", "warn")
+
+
+def pod_security_labels(level: str) -> Labels:
+    """The namespace labels Pod Security admission reads: every mode at the one level."""
+    return tuple((f"pod-security.kubernetes.io/{mode}", level) for mode in POD_SECURITY_MODES)
 
 
 def with_process(labels: Labels, process: str) -> Labels:

@@ -10,8 +10,8 @@ import base64
 from typing import Any
 from urllib.parse import quote as url_quote
 
-from reconciler.model.specs import DATABASE_PORT, ProcessSpec, ProcessType
-from renderers import naming, pods, variables
+from reconciler.model.specs import DATABASE_PORT, PodSecurity, ProcessSpec, ProcessType
+from renderers import naming, pods, scaling, traffic, variables
 from renderers.capabilities import Capabilities
 from renderers.manifests import Draft
 from renderers.naming import Labels
@@ -19,6 +19,7 @@ from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec, Scope
 from renderers.secrets import Placeholders, SecretSource, Sensitive
 
 POSTGRES_DATA = "/var/lib/postgresql/data"
+POSTGRES_USER = 999  # the official (Debian) image's postgres user and group
 
 
 def _meta(name: str, namespace: str | None, labels: Labels, **values: Any) -> dict[str, Any]:
@@ -63,6 +64,7 @@ def release(spec: ReleaseSpec, capabilities: Capabilities) -> list[Draft]:
         )
     for process in service.processes:
         drafts.append(_process(spec, process, labels, shared, capabilities))
+        drafts += _keepers(spec, process, labels, capabilities)
     primary = service.primary_process
     if primary is not None and primary.port is not None:
         name = naming.release_service(service.name, number)
@@ -71,6 +73,23 @@ def release(spec: ReleaseSpec, capabilities: Capabilities) -> list[Draft]:
             _service(name, namespace, labels, selector, pods.port_name(primary), primary.port)
         )
     return drafts
+
+
+def _keepers(
+    spec: ReleaseSpec, process: ProcessSpec, labels: Labels, capabilities: Capabilities
+) -> list[Draft]:
+    """The process's PodDisruptionBudget and autoscaler, if it has them."""
+    if not process.type.is_long_running:
+        return []
+    name = naming.deployment(spec.service.name, spec.number, process.name, process.primary)
+    own = naming.with_process(labels, process.name)
+    selector = naming.with_process(_selector(labels), process.name)
+    namespace = spec.scope.namespace
+    found = (
+        scaling.budget(process, name, namespace, own, selector, capabilities),
+        scaling.autoscaler(process, name, namespace, own, capabilities),
+    )
+    return [draft for draft in found if draft is not None]
 
 
 def _selector(labels: Labels) -> Labels:
@@ -95,7 +114,8 @@ def _process(
             name,
             namespace,
             object_labels,
-            replicas=process.replicas,
+            replicas=process.least_replicas,
+            autoscaled=process.autoscale is not None,
             min_ready_seconds=process.stabilization_seconds,
             selector=selector,
             pod=pod,
@@ -155,14 +175,21 @@ def service(spec: ReleaseSpec) -> list[Draft]:
         drafts.append(
             _service(svc.name, namespace, labels, selector, pods.port_name(primary), primary.port)
         )
+    drafts += traffic.routes(svc, namespace, labels)
     return drafts
 
 
 def environment(unit: EnvironmentUnit, secrets: SecretSource) -> list[Draft]:
     scope = unit.scope
     labels = naming.environment_labels(scope.project, scope.environment)
+    admission = naming.pod_security_labels(unit.pod_security.value)
     drafts = [
-        Draft("Namespace", scope.namespace, "namespace.j2", _meta(scope.namespace, None, labels))
+        Draft(
+            "Namespace",
+            scope.namespace,
+            "namespace.j2",
+            _meta(scope.namespace, None, (*labels, *admission)),
+        )
     ]
     if unit.secret_names:
         data = tuple((name, secrets.secret(name)) for name in unit.secret_names)
@@ -234,8 +261,13 @@ def database(unit: DatabaseUnit, password: Sensitive | Placeholders) -> list[Dra
             command=("pg_isready", "-h", "127.0.0.1", "-U", spec.name, "-d", spec.name),
         ),
         mounts=(pods.Mount("data", POSTGRES_DATA),),
+        drop_all=spec.platform.pod_security is PodSecurity.RESTRICTED,
     )
-    pod = pods.Pod(naming.with_process(labels, "postgres"), (container,))
+    pod = pods.Pod(
+        naming.with_process(labels, "postgres"),
+        (container,),
+        settings=pods.database_settings(spec.platform, POSTGRES_USER),
+    )
     values = _meta(
         spec.name,
         namespace,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from reconciler.model import references
 from reconciler.model.frozen import FrozenRelease, Ports
 from reconciler.model.resolving import Resolved
-from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec
+from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, PodSecurity, ServiceSpec
 from renderers import naming
 
 
@@ -62,6 +62,7 @@ class EnvironmentUnit:
 
     scope: Scope
     secret_names: tuple[str, ...] = ()
+    pod_security: PodSecurity = PodSecurity.BASELINE  # the namespace's Pod Security labels
 
 
 def release_spec(scope: Scope, number: int, frozen: FrozenRelease) -> ReleaseSpec:
@@ -100,4 +101,8 @@ def environment_from_config(project: str, config: EnvironmentConfig) -> Environm
         for ref in references.references(value)
         if ref.kind is references.RefKind.SECRET
     }
-    return EnvironmentUnit(Scope(project, config.name), tuple(sorted(names)))
+    return EnvironmentUnit(
+        Scope(project, config.name),
+        tuple(sorted(names)),
+        config.environment.platform.pod_security,
+    )

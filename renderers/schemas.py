@@ -32,7 +32,14 @@ from renderers.capabilities import LATEST, Capabilities
 from renderers.manifests import Manifest
 
 # Where a carried version lacks a kind an older cluster serves: the successor to check against.
-_SUCCESSORS = {("batch/v1beta1", "CronJob"): "batch/v1"}
+_SUCCESSORS = {
+    ("batch/v1beta1", "CronJob"): "batch/v1",
+    ("policy/v1beta1", "PodDisruptionBudget"): "policy/v1",
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): "autoscaling/v2",
+}
+# Kinds a CRD defines, not Kubernetes: checked against the CRD's own schema, kept beside this
+# module with its source (``crds/*.json``: the published CRD's openAPIV3Schema, verbatim).
+_CRDS = {("gateway.networking.k8s.io/v1", "HTTPRoute"): "httproute-v1.json"}
 
 
 @dataclass(frozen=True)
@@ -83,9 +90,10 @@ def validate(manifests: Iterable[Manifest], capabilities: Capabilities) -> Valid
         error = jsonschema.exceptions.best_match(validator.iter_errors(body))
         if error is not None:
             where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+            crd = _CRDS.get((api_version, manifest.kind))
+            against = f"the {crd.removesuffix('.json')} CRD" if crd else f"the Kubernetes {version}"
             raise ManifestError(
-                f"{manifest.ref} does not match the Kubernetes {version} schema at {where}: "
-                f"{error.message}"
+                f"{manifest.ref} does not match {against} schema at {where}: {error.message}"
             ) from error
     return Validation(version, tuple(stand_ins))
 
@@ -106,6 +114,8 @@ def _as_submitted(body: Mapping[str, Any], api_version: str, validator: Any) -> 
 
 @cache
 def _validator(version: str, kind: str, api_version: str) -> Any:
+    if (api_version, kind) in _CRDS:
+        return _crd_validator(_CRDS[(api_version, kind)])
     group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     directory = (
         resources.files("kubernetes_validate")
@@ -119,6 +129,26 @@ def _validator(version: str, kind: str, api_version: str) -> Any:
     # Each schema names itself and the shared definitions by ``$id``; ``@`` registers by it.
     registry: Registry[Any] = _definitions(version) @ (Resource.from_contents(schema) @ Registry())
     return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+def _crd_validator(file: str) -> Any:
+    """The CRD's schema made strict like kubernetes-validate's: the API server prunes fields
+    a structural schema does not name, so an unknown field would be silently lost."""
+    text = (resources.files("renderers") / "crds" / file).read_text(encoding="utf-8")
+    schema = _strict(json.loads(text)["openAPIV3Schema"])
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _strict(value) for key, value in node.items()}
+    properties = out.get("properties")
+    if isinstance(properties, dict) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
 
 
 @cache

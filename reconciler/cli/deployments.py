@@ -158,6 +158,11 @@ def print_status(data: list[dict[str, Any]]) -> None:
         ]
         if rows:
             tables.show(rows, STATUS_COLUMNS)
+        for row in rows:
+            # Where the public reaches a service (its routes), under the table: a URL is long.
+            if row.get("urls"):
+                urls = " ".join(output.escape(u) for u in row["urls"])
+                output.echo(f"  {row['environment']} {row['name']}: {urls}")
 
 
 def status(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ from reconciler.core.fieldpaths import Segment
 
 Manifest = Mapping[str, Any]
 
+AUTOSCALED = "nebula.dev/autoscaled"  # the annotation of a Deployment an HPA scales
 HIDDEN = "(hidden)"
 HIDDEN_CHANGED = "(hidden, differs)"
 SECRET_KINDS = ("Secret",)
@@ -132,7 +133,15 @@ def compare(desired: Manifest, live: Manifest | None) -> tuple[Drift, ...]:
     for key, value in desired.items():
         if key not in _NOT_COMPARED:
             _walk(value, live.get(key, MISSING), [key], out, ref, secret)
+    if autoscaled(desired):
+        out = [d for d in out if d.path != "spec.replicas"]
     return tuple(out)
+
+
+def autoscaled(manifest: Manifest) -> bool:
+    """A workload whose replica count an autoscaler owns: a different count is not drift."""
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(AUTOSCALED) == "true"
 
 
 def _walk(

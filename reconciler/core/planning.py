@@ -25,6 +25,7 @@ from reconciler.model.specs import (
     DatabaseSpec,
     EnvironmentConfig,
     EnvironmentSpec,
+    Platform,
     ServiceSpec,
     Unit,
 )
@@ -59,6 +60,7 @@ def flatten(unit: Unit) -> dict[str, Value]:
             "instance_size": unit.instance_size.value,
             "volume_size": unit.volume_size,
             "automatic_failover": unit.automatic_failover,
+            **_platform(unit.platform, routed=False),
         }
     out: dict[str, Value] = {
         "image": unit.image,
@@ -79,12 +81,44 @@ def flatten(unit: Unit) -> dict[str, Value]:
         out[f"{base}.stabilization_seconds"] = p.stabilization_seconds
         out[f"{base}.primary"] = p.primary
         out[f"{base}.schedule"] = p.schedule
+        out[f"{base}.cpu"] = p.cpu
+        out[f"{base}.memory"] = p.memory
+        out[f"{base}.domains"] = list(p.domains) or None
+        out[f"{base}.liveness_path"] = p.liveness_path
+        out[f"{base}.autoscale"] = None if p.autoscale is None else str(p.autoscale)
+        out[f"{base}.shutdown_grace"] = format_duration(timedelta(seconds=p.shutdown_grace_seconds))
     for key, value in unit.variables:
         out[f"variables.{key}"] = value
     for v in unit.volumes:
         out[f"volumes.{v.name}.mount"] = v.mount
         out[f"volumes.{v.name}.size"] = v.size
         out[f"volumes.{v.name}.accept_downtime"] = v.accept_downtime
+    placement = unit.kubernetes
+    out["kubernetes.service_account"] = placement.service_account
+    out["kubernetes.node_selector"] = _pairs(placement.node_selector)
+    out["kubernetes.tolerations"] = [str(t) for t in placement.tolerations] or None
+    out["kubernetes.annotations"] = _pairs(placement.annotations)
+    out["kubernetes.labels"] = _pairs(placement.labels)
+    out.update(_platform(unit.platform, routed=any(p.domains for p in unit.processes)))
+    return out
+
+
+def _pairs(pairs: tuple[tuple[str, str], ...]) -> Value:
+    return [f"{k}={v}" for k, v in pairs] or None
+
+
+def _platform(platform: Platform, *, routed: bool) -> dict[str, Value]:
+    """The environment's settings as each unit's pods see them: a change to one is a line of
+    every unit it reshapes (its next release renders it); route settings only where a process
+    has domains."""
+    out: dict[str, Value] = {
+        "pod_security": platform.pod_security.value,
+        "image_pull_secrets": list(platform.image_pull_secrets) or None,
+    }
+    if routed:
+        out["gateway"] = platform.gateway
+        out["ingress_class"] = platform.ingress_class
+        out["tls_issuer"] = platform.tls_issuer
     return out
 
 

@@ -190,8 +190,9 @@ def _render(
     render = rendering.renderer(capabilities)
     own = {k: v for k, v in stored.items() if not k.startswith("nebula.")}
     values = SecretValues.of(own, f"{base.project}/{base.environment}")
-    shared = _bodies(render.environment(EnvironmentUnit(scope, tuple(sorted(own))), values))
     spec = config.unit
+    unit = EnvironmentUnit(scope, tuple(sorted(own)), spec.platform.pod_security)
+    shared = _bodies(render.environment(unit, values))
     if isinstance(spec, DatabaseSpec):
         password = stored[secrets.DATABASE_PASSWORD.format(name=spec.name)]
         objects = _database(render, scope, spec, base, shared, Sensitive(password))
@@ -224,6 +225,11 @@ def _database(
     )
 
 
+# The service's objects beside the stable Service, applied when a release is admitted and
+# kept across releases: volume claims, and the routes to the stable Service.
+_UNIT_OWNED = frozenset({"PersistentVolumeClaim", "HTTPRoute", "Ingress"})
+
+
 def _service(
     render: Renderer, spec: ReleaseSpec, base: ReleaseObjects, shared: tuple[dict[str, Any], ...]
 ) -> ReleaseObjects:
@@ -241,7 +247,7 @@ def _service(
     job = [m for m in own if m.kind == "Job" and m.name == job_name]
     return replace(
         base,
-        shared=shared + _bodies(tuple(m for m in per_service if m.kind == "PersistentVolumeClaim")),
+        shared=shared + _bodies(tuple(m for m in per_service if m.kind in _UNIT_OWNED)),
         release_job=_bodies(tuple(job))[0] if job else None,
         workload=_bodies(tuple(m for m in own if not (m.kind == "Job" and m.name == job_name))),
         stable_service=_bodies(tuple(stable))[0] if stable else None,

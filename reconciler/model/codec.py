@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.model.specs import (
+    DEFAULT_SHUTDOWN_GRACE_SECONDS,
+    Autoscale,
     DatabaseSpec,
     InstanceSize,
+    Placement,
+    Platform,
+    PodSecurity,
     ProcessSpec,
     ProcessType,
     ServiceSpec,
+    Toleration,
     Unit,
     VolumeSpec,
 )
@@ -25,6 +31,7 @@ def unit_to_dict(unit: Unit) -> dict[str, Any]:
             "instance_size": unit.instance_size.value,
             "volume_size": unit.volume_size,
             "automatic_failover": unit.automatic_failover,
+            "platform": _platform_to_dict(unit.platform),
         }
     return {
         "kind": "service",
@@ -52,10 +59,70 @@ def unit_to_dict(unit: Unit) -> dict[str, Any]:
                 "stabilization_seconds": p.stabilization_seconds,
                 "primary": p.primary,
                 "schedule": p.schedule,
+                "cpu": p.cpu,
+                "memory": p.memory,
+                "domains": list(p.domains),
+                "liveness_path": p.liveness_path,
+                "autoscale": None
+                if p.autoscale is None
+                else [p.autoscale.minimum, p.autoscale.maximum, p.autoscale.cpu_percent],
+                "shutdown_grace_seconds": p.shutdown_grace_seconds,
             }
             for p in unit.processes
         ],
+        "kubernetes": _placement_to_dict(unit.kubernetes),
+        "platform": _platform_to_dict(unit.platform),
     }
+
+
+# Releases frozen before 1.2 have none of the keys below: each reads back as its default.
+
+
+def _platform_to_dict(platform: Platform) -> dict[str, Any]:
+    return {
+        "pod_security": platform.pod_security.value,
+        "image_pull_secrets": list(platform.image_pull_secrets),
+        "gateway": platform.gateway,
+        "ingress_class": platform.ingress_class,
+        "tls_issuer": platform.tls_issuer,
+    }
+
+
+def _platform_from_dict(data: dict[str, Any] | None) -> Platform:
+    if not data:
+        return Platform()
+    return Platform(
+        pod_security=PodSecurity(data["pod_security"]),
+        image_pull_secrets=tuple(data["image_pull_secrets"]),
+        gateway=data["gateway"],
+        ingress_class=data["ingress_class"],
+        tls_issuer=data["tls_issuer"],
+    )
+
+
+def _placement_to_dict(placement: Placement) -> dict[str, Any]:
+    return {
+        "service_account": placement.service_account,
+        "node_selector": [list(p) for p in placement.node_selector],
+        "tolerations": [
+            {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect}
+            for t in placement.tolerations
+        ],
+        "annotations": [list(p) for p in placement.annotations],
+        "labels": [list(p) for p in placement.labels],
+    }
+
+
+def _placement_from_dict(data: dict[str, Any] | None) -> Placement:
+    if not data:
+        return Placement()
+    return Placement(
+        service_account=data["service_account"],
+        node_selector=tuple((k, v) for k, v in data["node_selector"]),
+        tolerations=tuple(Toleration(**t) for t in data["tolerations"]),
+        annotations=tuple((k, v) for k, v in data["annotations"]),
+        labels=tuple((k, v) for k, v in data["labels"]),
+    )
 
 
 def unit_from_dict(data: dict[str, Any]) -> Unit:
@@ -67,6 +134,7 @@ def unit_from_dict(data: dict[str, Any]) -> Unit:
             instance_size=InstanceSize(data["instance_size"]),
             volume_size=data["volume_size"],
             automatic_failover=data["automatic_failover"],
+            platform=_platform_from_dict(data.get("platform")),
         )
     return ServiceSpec(
         name=data["name"],
@@ -90,7 +158,17 @@ def unit_from_dict(data: dict[str, Any]) -> Unit:
                 stabilization_seconds=p["stabilization_seconds"],
                 primary=p["primary"],
                 schedule=p["schedule"],
+                cpu=p.get("cpu"),
+                memory=p.get("memory"),
+                domains=tuple(p.get("domains") or ()),
+                liveness_path=p.get("liveness_path"),
+                autoscale=Autoscale(*p["autoscale"]) if p.get("autoscale") else None,
+                shutdown_grace_seconds=p.get(
+                    "shutdown_grace_seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS
+                ),
             )
             for p in data["processes"]
         ),
+        kubernetes=_placement_from_dict(data.get("kubernetes")),
+        platform=_platform_from_dict(data.get("platform")),
     )

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import replace
 from typing import Any
 
 from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError
+from reconciler.model import platforms
 from reconciler.model.problems import Code, Problems, dotted
 from reconciler.model.reading import Reader
 from reconciler.model.specs import EnvironmentSpec
 
-ENVIRONMENT_KEYS = ("protected", "promote_from", "soak", "self_heal")
+ENVIRONMENT_KEYS = ("protected", "promote_from", "soak", "self_heal", *platforms.PLATFORM_KEYS)
 DURATION = re.compile(r"^(?:[0-9]+[smhd])+$")
 DURATION_HINT = "write a whole number and a unit: 90s, 30m, 2h or 1d"
 
@@ -52,6 +54,7 @@ def read_environment(problems: Problems, name: str, table: dict[str, Any]) -> En
         promote_from=reader.string("promote_from", None, example='"staging"'),
         soak_seconds=seconds,
         self_heal=reader.boolean("self_heal", False),
+        platform=platforms.read_platform(reader),
     )
 
 
@@ -99,9 +102,7 @@ def check_gates(
                 "or remove soak",
             )
         out.append(
-            EnvironmentSpec(
-                env.name, env.protected, source, env.soak_seconds if source else 0, env.self_heal
-            )
+            replace(env, promote_from=source, soak_seconds=env.soak_seconds if source else 0)
         )
     cycle = _cycle({e.name: e.promote_from for e in out})
     if cycle is not None:
@@ -111,10 +112,7 @@ def check_gates(
             f"promote_from cycle: {' -> '.join(cycle)}",
             "an environment cannot wait for itself: remove promote_from from one of them",
         )
-        out = [
-            EnvironmentSpec(e.name, e.protected, None, 0, e.self_heal) if e.name in cycle else e
-            for e in out
-        ]
+        out = [replace(e, promote_from=None, soak_seconds=0) if e.name in cycle else e for e in out]
     return tuple(out)
 
 

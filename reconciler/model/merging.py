@@ -19,6 +19,7 @@ OVERRIDE_KEYS = (
     "variables",
     "volumes",
     "deploy",
+    "kubernetes",
 )
 DATABASE_OVERRIDE_KEYS = ("engine", "version", "instance_size", "volume_size", "automatic_failover")
 

@@ -51,6 +51,7 @@ _SIZES: dict[InstanceSize, tuple[str, str]] = {
 }
 
 DEFAULT_INSTANCE_SIZE = InstanceSize.SMALL
+DEFAULT_SHUTDOWN_GRACE_SECONDS = 30
 DEFAULT_RELEASE_COMMAND_TIMEOUT = 600
 DEFAULT_STABILIZATION_SECONDS = 10
 DATABASE_PORT = 5432
@@ -69,6 +70,74 @@ class Location:
         return f"{self.path}:{self.line}:{self.col}"
 
 
+class PodSecurity(StrEnum):
+    """The Pod Security Standard an environment's namespace enforces (behaviour.md "Pods")."""
+
+    BASELINE = "baseline"
+    RESTRICTED = "restricted"
+
+
+Pairs = tuple[tuple[str, str], ...]  # a TOML inline table of strings, in written order
+
+
+@dataclass(frozen=True)
+class Autoscale:
+    minimum: int
+    maximum: int
+    cpu_percent: int
+
+    def __str__(self) -> str:
+        return f"{self.minimum}-{self.maximum} at {self.cpu_percent}% cpu"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str | None = None
+    operator: str = "Equal"
+    value: str | None = None
+    effect: str | None = None
+
+    def __str__(self) -> str:
+        value = f"={self.value}" if self.value is not None else ""
+        effect = f":{self.effect}" if self.effect is not None else ""
+        return f"{self.key or '*'}{value}{effect}"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """``[services.X.kubernetes]``: where and as whom a service's pods run."""
+
+    service_account: str | None = None
+    node_selector: Pairs = ()
+    tolerations: tuple[Toleration, ...] = ()
+    annotations: Pairs = ()
+    labels: Pairs = ()
+
+
+@dataclass(frozen=True)
+class Platform:
+    """An environment's settings that shape every pod and route in it. Each effective unit
+    carries a copy, so a release renders (and rolls back to) what it was created with."""
+
+    pod_security: PodSecurity = PodSecurity.BASELINE
+    image_pull_secrets: tuple[str, ...] = ()
+    gateway: str | None = None  # "namespace/name"
+    ingress_class: str | None = None
+    tls_issuer: str | None = None
+
+    @property
+    def routed(self) -> bool:
+        return self.gateway is not None or self.ingress_class is not None
+
+    @property
+    def https(self) -> bool:
+        """Whether public URLs are https: through a gateway, or an Ingress with TLS."""
+        return self.gateway is not None or self.tls_issuer is not None
+
+
+DEFAULT_PLATFORM = Platform()
+
+
 @dataclass(frozen=True)
 class ProcessSpec:
     name: str
@@ -81,6 +150,25 @@ class ProcessSpec:
     stabilization_seconds: int = DEFAULT_STABILIZATION_SECONDS
     primary: bool = False
     schedule: str | None = None
+    cpu: str | None = None  # instead of instance_size
+    memory: str | None = None
+    domains: tuple[str, ...] = ()
+    liveness_path: str | None = None
+    autoscale: Autoscale | None = None
+    shutdown_grace_seconds: int = DEFAULT_SHUTDOWN_GRACE_SECONDS
+
+    @property
+    def cpu_request(self) -> str:
+        return self.cpu or self.instance_size.cpu
+
+    @property
+    def memory_request(self) -> str:
+        return self.memory or self.instance_size.memory
+
+    @property
+    def least_replicas(self) -> int:
+        """What the process never runs below: its replicas, or its autoscaler's minimum."""
+        return self.autoscale.minimum if self.autoscale is not None else self.replicas
 
 
 @dataclass(frozen=True)
@@ -103,6 +191,8 @@ class ServiceSpec:
     auto_deploy: bool = True
     depends_on: tuple[str, ...] = ()
     accept_downtime: bool = False
+    kubernetes: Placement = Placement()
+    platform: Platform = Platform()
 
     @property
     def variable_map(self) -> dict[str, str]:
@@ -125,6 +215,14 @@ class ServiceSpec:
         )
 
     @property
+    def public_urls(self) -> tuple[str, ...]:
+        """The URLs its routes publish: https through a gateway or an Ingress with TLS."""
+        if not self.platform.routed or self.stable_port is None:
+            return ()
+        scheme = "https" if self.platform.https else "http"
+        return tuple(f"{scheme}://{domain}" for p in self.processes for domain in p.domains)
+
+    @property
     def stable_port(self) -> int | None:
         primary = self.primary_process
         return primary.port if primary is not None else None
@@ -138,6 +236,7 @@ class DatabaseSpec:
     instance_size: InstanceSize = DEFAULT_INSTANCE_SIZE
     volume_size: str = "10Gi"
     automatic_failover: bool = False
+    platform: Platform = Platform()
 
 
 @dataclass(frozen=True)
@@ -149,6 +248,7 @@ class EnvironmentSpec:
     promote_from: str | None = None
     soak_seconds: int = 0
     self_heal: bool = False  # put drifted live objects back
+    platform: Platform = Platform()
 
 
 Unit = ServiceSpec | DatabaseSpec

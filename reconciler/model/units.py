@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reconciler.model import references, schedules
+from reconciler.model import podsettings, references, schedules
 from reconciler.model.merging import DATABASE_OVERRIDE_KEYS, OVERRIDE_KEYS, merged
 from reconciler.model.positions import Path
 from reconciler.model.problems import Code, Problems, Severity, dotted
@@ -18,10 +18,12 @@ from reconciler.model.reading import (
     type_name,
 )
 from reconciler.model.specs import (
+    DEFAULT_PLATFORM,
     DEFAULT_RELEASE_COMMAND_TIMEOUT,
     DEFAULT_STABILIZATION_SECONDS,
     DatabaseSpec,
     InstanceSize,
+    Platform,
     ProcessSpec,
     ProcessType,
     ServiceSpec,
@@ -39,6 +41,7 @@ PROCESS_KEYS = (
     "stabilization_seconds",
     "primary",
     "schedule",
+    *podsettings.PROCESS_POD_KEYS,
 )
 VOLUME_KEYS = ("mount", "size", "accept_downtime")
 DEPLOY_KEYS = ("depends_on",)
@@ -53,7 +56,11 @@ IMAGE_TAG = re.compile(rf"^{_IMAGE_NAME}:{_TAG}$")
 
 
 def read_service(
-    problems: Problems, name: str, table: dict[str, Any], env: str
+    problems: Problems,
+    name: str,
+    table: dict[str, Any],
+    env: str,
+    platform: Platform = DEFAULT_PLATFORM,
 ) -> tuple[ServiceSpec, Locate]:
     table_merged, locate = merged(problems, "services", name, table, env, OVERRIDE_KEYS)
     path: Path = ("services", name)
@@ -86,6 +93,8 @@ def read_service(
         auto_deploy=reader.boolean("auto_deploy", True),
         depends_on=depends_on,
         accept_downtime=accept_downtime,
+        kubernetes=podsettings.read_placement(reader),
+        platform=platform,
     )
     return spec, locate
 
@@ -192,6 +201,7 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
             InstanceSize.SMALL,
             Code.UNKNOWN_INSTANCE_SIZE,
         )
+        pods = podsettings.read_process(reader, ptype)
         out.append(
             ProcessSpec(
                 name=name,
@@ -209,6 +219,12 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
                 or 0,
                 primary=primary,
                 schedule=schedule,
+                cpu=pods.cpu,
+                memory=pods.memory,
+                domains=pods.domains,
+                liveness_path=pods.liveness_path,
+                autoscale=pods.autoscale,
+                shutdown_grace_seconds=pods.shutdown_grace_seconds,
             )
         )
     if explicit_primary is None:
@@ -312,7 +328,13 @@ def _read_volumes(problems: Problems, service: Reader) -> tuple[VolumeSpec, ...]
     return tuple(out)
 
 
-def read_database(problems: Problems, name: str, table: dict[str, Any], env: str) -> DatabaseSpec:
+def read_database(
+    problems: Problems,
+    name: str,
+    table: dict[str, Any],
+    env: str,
+    platform: Platform = DEFAULT_PLATFORM,
+) -> DatabaseSpec:
     table_merged, locate = merged(problems, "databases", name, table, env, DATABASE_OVERRIDE_KEYS)
     reader = Reader(problems, table_merged, ("databases", name), DATABASE_TABLE_KEYS, locate=locate)
     version = reader.string("version", "16", example='"16"') or "16"
@@ -338,4 +360,5 @@ def read_database(problems: Problems, name: str, table: dict[str, Any], env: str
         ),
         volume_size=reader.size("volume_size", "10Gi") or "10Gi",
         automatic_failover=reader.boolean("automatic_failover", False),
+        platform=platform,
     )

@@ -15,7 +15,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from reconciler.errors import InvalidFileError
-from reconciler.model import crosschecks, environments, positions, units
+from reconciler.model import crosschecks, environments, platforms, positions, units
 from reconciler.model.problems import Code, Problem, Problems, Severity
 from reconciler.model.reading import Reader, check_slug, not_a_table
 from reconciler.model.specs import (
@@ -128,20 +128,20 @@ class _FileReader:
         configs = []
         for env in environments or (EnvironmentSpec("(no environment)"),):
             read = {
-                unit: units.read_service(self.problems, unit, table, env.name)
+                unit: units.read_service(self.problems, unit, table, env.name, env.platform)
                 for unit, table in services.items()
             }
             config = EnvironmentConfig(
                 env,
                 tuple(spec for spec, _ in read.values()),
                 tuple(
-                    units.read_database(self.problems, unit, table, env.name)
+                    units.read_database(self.problems, unit, table, env.name, env.platform)
                     for unit, table in databases.items()
                 ),
             )
-            crosschecks.check_environment(
-                self.problems, config, {u: loc for u, (_, loc) in read.items()}
-            )
+            locates = {u: loc for u, (_, loc) in read.items()}
+            crosschecks.check_environment(self.problems, config, locates)
+            platforms.check_routes(self.problems, config, locates)
             configs.append(config)
         written = self.top.table.get("environments")
         if not environments and not (isinstance(written, dict) and written):

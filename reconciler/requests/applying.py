@@ -39,7 +39,7 @@ from reconciler.errors import ConflictError, RefusedError
 from reconciler.model import graph
 from reconciler.model.frozen import FrozenRelease
 from reconciler.model.specs import EnvironmentConfig, ServiceSpec
-from reconciler.requests import approvals, changesets, gates, guards, starting
+from reconciler.requests import approvals, changesets, domains, gates, guards, starting
 from reconciler.store import events, schema
 
 
@@ -157,6 +157,7 @@ def apply(
     passes = outcome is None or outcome.rule is not None
     refused = (
         _drifted(changeset, units)
+        or domains.claimed(session, env, config)
         or _frozen(session, ctx, env)
         or (_over_cap(session, env.project, units, order) if passes else None)
     )

@@ -26,6 +26,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
+from reconciler.core import drifts
 from reconciler.core.states import Blocker
 from renderers import naming
 from renderers.capabilities import Capabilities
@@ -90,6 +91,15 @@ def checked(objects: ReleaseObjects) -> tuple[Manifest, ...]:
         if m.get("kind") != "Job"
         and ((m.get("metadata") or {}).get("labels") or {}).get(naming.SERVICE) == objects.unit
     )
+
+
+def healed(manifest: Manifest) -> Manifest:
+    """What self-heal applies again: the manifest, less the replica count of a workload an
+    autoscaler owns (putting it back to the minimum would scale a loaded service down)."""
+    if not drifts.autoscaled(manifest):
+        return manifest
+    spec = {k: v for k, v in (manifest.get("spec") or {}).items() if k != "replicas"}
+    return {**manifest, "spec": spec}
 
 
 class JobPhase(StrEnum):

@@ -26,6 +26,7 @@ from reconciler.runtimes.cluster import (
     Rollout,
     Teardown,
     checked,
+    healed,
 )
 from reconciler.runtimes.simulatedapi import SimulatedApi, address
 from reconciler.runtimes.simulatedwrites import Found
@@ -218,7 +219,7 @@ class SimulatedCluster(SimulatedApi):
 
     def heal(self, objects: ReleaseObjects, refs: Collection[str]) -> None:
         wanted = set(refs)
-        manifests = tuple(m for m in checked(objects) if drifts.reference(m) in wanted)
+        manifests = tuple(healed(m) for m in checked(objects) if drifts.reference(m) in wanted)
         if not manifests:
             return
         with self._call() as call:

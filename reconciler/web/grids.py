@@ -27,6 +27,7 @@ class Cell:
     blocker: str | None
     message: str | None
     status: str  # active, pending-teardown, ...
+    urls: tuple[str, ...] = ()  # where the public reaches it (its routes)
 
     @property
     def in_flight(self) -> bool:
@@ -58,6 +59,7 @@ def _cell(unit: dict[str, Any]) -> Cell:
         blocker=d.get("blocker"),
         message=d.get("message"),
         status=unit["status"],
+        urls=tuple(unit.get("urls") or ()),
     )
 
 

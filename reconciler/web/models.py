@@ -92,6 +92,20 @@ class Missing(Out):
     missing: bool
 
 
+class Autoscaling(Out):
+    min: int
+    max: int
+    cpu_percent: int
+    current: int | None = Field(description="the autoscaler's count now (null: not read)")
+
+
+class ProcessStatus(Out):
+    name: str
+    type: str = Field(description="http, worker, cron or job")
+    replicas: int | None = Field(description="null when an autoscaler owns the count")
+    autoscale: Autoscaling | None
+
+
 class ServiceStatus(Out):
     name: str
     kind: str = Field(description="service or database")
@@ -104,6 +118,8 @@ class ServiceStatus(Out):
     drift: list[Drift | Missing]
     blocker: str | None = Field(description="why sync is unknown: delivery (the cluster)")
     message: str | None
+    urls: list[str] = Field(description="public URLs its routes publish (active release)")
+    processes: list[ProcessStatus]
 
 
 class EnvironmentStatus(Out):

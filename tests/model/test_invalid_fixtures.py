@@ -196,5 +196,6 @@ def test_cli_reads_the_path_it_is_given(tmp_path: Path, capsys: pytest.CaptureFi
     assert capsys.readouterr().err.splitlines()[:2] == [
         f"{path}:12:1: unknown key 'replcas' in [services.api.processes.web]",
         "  hint: did you mean 'replicas'? allowed here: type, command, port, readiness_path, "
-        "replicas, instance_size, stabilization_seconds, primary, schedule",
+        "replicas, instance_size, stabilization_seconds, primary, schedule, cpu, memory, "
+        "autoscale, liveness_path, shutdown_grace, domains",
     ]

@@ -40,7 +40,9 @@ def test_render_prints_every_object_of_the_environment(
     assert (code, err) == (0, "")
     documents = _documents(out)
     assert _refs(documents)[:2] == ["Namespace/shop-staging", "Secret/nebula-secrets"]
-    assert len(documents) == 18
+    assert len(documents) == 19
+    # api runs two web replicas in staging: a budget keeps one up through a node drain.
+    assert "PodDisruptionBudget/api-r1" in _refs(documents)
     assert "<secret SEARCH_KEY: set on the server with nebula secret set>" in out
 
 
@@ -81,6 +83,9 @@ def test_project_slug_from_the_option_the_name_or_the_directory(
             "app.kubernetes.io/managed-by": "nebula",
             "nebula.dev/project": "store",
             "nebula.dev/environment": "staging",
+            "pod-security.kubernetes.io/enforce": "baseline",
+            "pod-security.kubernetes.io/audit": "baseline",
+            "pod-security.kubernetes.io/warn": "baseline",
         },
     }
 
@@ -123,14 +128,14 @@ def test_out_writes_one_file_per_object_in_apply_order(
     code = main(["render", str(shop), "--env", "staging", "--out", str(out_dir)])
 
     assert code == 0
-    assert capsys.readouterr().out == f"wrote 18 objects to {out_dir}\n"
+    assert capsys.readouterr().out == f"wrote 19 objects to {out_dir}\n"
     files = sorted(p.name for p in out_dir.iterdir())
     assert files[:3] == [
         "001-namespace-shop-staging.yaml",
         "002-secret-nebula-secrets.yaml",
         "003-secret-db-credentials.yaml",
     ]
-    assert files[-1] == "018-service-api.yaml"
+    assert files[-1] == "019-service-api.yaml"
     assert yaml.load((out_dir / files[-1]).read_text(), Loader=Loader)["kind"] == "Service"
 
 

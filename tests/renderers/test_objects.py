@@ -36,6 +36,7 @@ def test_a_project_renders_every_object_kind_in_apply_order() -> None:
         "ConfigMap/api-r1-vars",
         "Job/api-r1-release",
         "Deployment/api-r1",
+        "PodDisruptionBudget/api-r1",
         "Deployment/api-r1-worker",
         "CronJob/api-r1-nightly",
         "Job/api-r1-backfill",
@@ -76,7 +77,10 @@ def test_the_1_20_preset_is_checked_against_the_oldest_carried_schemas_and_says_
     )
 
     assert result.schema_version == schemas.carried_versions()[0]
-    assert result.stand_ins == ("batch/v1beta1 CronJob checked as batch/v1",)
+    assert result.stand_ins == (
+        "policy/v1beta1 PodDisruptionBudget checked as policy/v1",
+        "batch/v1beta1 CronJob checked as batch/v1",
+    )
 
 
 def test_labels_on_every_object() -> None:
@@ -129,7 +133,17 @@ def test_the_primary_deployment_and_its_pods() -> None:
             "failureThreshold": 3,
         },
         "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
     }
+    pod = spec["template"]["spec"]
+    assert (pod["automountServiceAccountToken"], pod["terminationGracePeriodSeconds"]) == (
+        False,
+        30,
+    )
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert spec["template"]["spec"]["volumes"] == [
         {"name": "data", "persistentVolumeClaim": {"claimName": "api-data"}}
     ]

@@ -50,6 +50,7 @@ COLLECTIONS = {
     "Secret": "/api/v1/namespaces/{ns}/secrets",
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "PodDisruptionBudget": "/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets",
 }
 
 

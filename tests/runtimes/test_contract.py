@@ -299,9 +299,10 @@ def test_teardown_deletes_the_unit_and_is_already_clean_the_second_time(harness:
         "Service/api-r1",
         "CronJob/api-r1-nightly",
         "Job/api-r1-release",
+        "PodDisruptionBudget/api-r1",
     } <= set(first.deleted)
     assert second.already_clean and second.deleted == ()
-    for kind in ("Deployment", "Service", "CronJob", "Job"):
+    for kind in ("Deployment", "Service", "CronJob", "Job", "PodDisruptionBudget"):
         assert harness.names(kind) == set(), kind
     assert harness.names("Namespace") == {objects.namespace}  # the environment's, not the unit's
     assert harness.cluster.selected_release(objects.namespace, "api") is None
@@ -339,6 +340,7 @@ def test_a_release_as_applied_has_no_drift(harness: Harness) -> None:
         "ConfigMap/api-r1-vars",
         "CronJob/api-r1-nightly",
         "Deployment/api-r1",
+        "PodDisruptionBudget/api-r1",  # two web replicas (policy/v1beta1 on the 1.20 server)
         "Service/api",
         "Service/api-r1",
     ]

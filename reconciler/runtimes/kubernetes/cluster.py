@@ -38,6 +38,7 @@ from reconciler.runtimes.cluster import (
     Rollout,
     Teardown,
     checked,
+    healed,
 )
 from reconciler.runtimes.kubernetes import activating, jobs, quotas, rollouts, selectors, streams
 from reconciler.runtimes.kubernetes.applying import Applier
@@ -327,7 +328,7 @@ class KubernetesCluster:
         wanted = set(refs)
         for manifest in checked(objects):
             if drifts.reference(manifest) in wanted:
-                self._apply(manifest, objects.namespace, Blocker.CONFIGURATION)
+                self._apply(healed(manifest), objects.namespace, Blocker.CONFIGURATION)
 
     def teardown(self, namespace: str, unit: str) -> Teardown:
         done = self.remover.teardown(namespace, unit)

@@ -22,7 +22,15 @@ from reconciler.runtimes.kubernetes.transport import JSON, Transport
 from renderers.capabilities import Capabilities
 
 # The groups Nebula renders objects of: their kinds go into the capabilities.
-RENDERED_GROUPS = ("", "apps", "batch")
+RENDERED_GROUPS = (
+    "",
+    "apps",
+    "batch",
+    "policy",
+    "autoscaling",
+    "networking.k8s.io",
+    "gateway.networking.k8s.io",
+)
 
 
 @dataclass(frozen=True)

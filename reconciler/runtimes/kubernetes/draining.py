@@ -20,10 +20,14 @@ from renderers import naming
 
 # (group, kind) in deletion order: what makes pods first, what routes and configures last.
 KINDS = (
+    ("autoscaling", "HorizontalPodAutoscaler"),  # before what it scales, so it cannot scale up
     ("batch", "CronJob"),
     ("batch", "Job"),
     ("apps", "Deployment"),
     ("apps", "StatefulSet"),
+    ("policy", "PodDisruptionBudget"),
+    ("gateway.networking.k8s.io", "HTTPRoute"),
+    ("networking.k8s.io", "Ingress"),
     ("", "Service"),
     ("", "ConfigMap"),
     ("", "Secret"),
