@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from reconciler.admin import projects
 from reconciler.clock import utc
 from reconciler.core.states import Sync
+from reconciler.model.frozen import FrozenRelease
+from reconciler.model.specs import ServiceSpec
 from reconciler.store import schema
 
 if TYPE_CHECKING:
@@ -55,3 +57,32 @@ def diff(slug: str, inspections: Iterable[Inspection]) -> dict[str, Any]:
     """Per unit, the drift list (the contract's entries) and the unified diff."""
     units = [i.to_json() for i in inspections]
     return {"project": slug, "differences": sum(len(u["drift"]) for u in units), "units": units}
+
+
+def published(active: schema.Release | None, scaled: dict[str, int]) -> dict[str, Any]:
+    """The active release's public URLs and its processes' scaling, as it was created."""
+    if active is None:
+        return {"urls": [], "processes": []}
+    unit = FrozenRelease.from_storage(active.config).unit
+    if not isinstance(unit, ServiceSpec):
+        return {"urls": [], "processes": []}
+    return {
+        "urls": list(unit.public_urls),
+        "processes": [
+            {
+                "name": p.name,
+                "type": p.type.value,
+                "replicas": None if p.autoscale else p.replicas,
+                "autoscale": None
+                if p.autoscale is None
+                else {
+                    "min": p.autoscale.minimum,
+                    "max": p.autoscale.maximum,
+                    "cpu_percent": p.autoscale.cpu_percent,
+                    # What the autoscaler runs, as the last drift check saw it.
+                    "current": scaled.get(p.name),
+                },
+            }
+            for p in unit.processes
+        ],
+    }

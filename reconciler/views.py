@@ -26,8 +26,6 @@ from reconciler.core.states import (
     ReleaseStatus,
 )
 from reconciler.durations import format_duration
-from reconciler.model.frozen import FrozenRelease
-from reconciler.model.specs import ServiceSpec
 from reconciler.store import listing, schema
 
 if TYPE_CHECKING:  # the shapes of what a request returns; not needed to show a status
@@ -127,36 +125,7 @@ def unit_status(
         "image": active.image if active else None,
         "deployment": brief,
         **liveviews.sync(unit),  # synced | drifted | unknown, and what differs
-        **_published(active),
-    }
-
-
-def _published(active: schema.Release | None) -> dict[str, Any]:
-    """The active release's public URLs and its processes' scaling, as it was created."""
-    if active is None:
-        return {"urls": [], "processes": []}
-    unit = FrozenRelease.from_storage(active.config).unit
-    if not isinstance(unit, ServiceSpec):
-        return {"urls": [], "processes": []}
-    return {
-        "urls": list(unit.public_urls),
-        "processes": [
-            {
-                "name": p.name,
-                "type": p.type.value,
-                "replicas": None if p.autoscale else p.replicas,
-                "autoscale": None
-                if p.autoscale is None
-                else {
-                    "min": p.autoscale.minimum,
-                    "max": p.autoscale.maximum,
-                    "cpu_percent": p.autoscale.cpu_percent,
-                    # The autoscaler's count is the cluster's; status does not read it yet.
-                    "current": None,
-                },
-            }
-            for p in unit.processes
-        ],
+        **liveviews.published(active, unit.scaled or {}),
     }
 
 

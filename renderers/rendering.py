@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping
 
 from reconciler.model import graph
-from reconciler.model.specs import EnvironmentConfig
-from renderers import objects, releases
+from reconciler.model.specs import EnvironmentConfig, ManifestsSpec
+from renderers import objects, raw, releases
 from renderers.caching import ContentCache
 from renderers.capabilities import RECENT, Capabilities
 from renderers.manifests import Manifests, render_all
-from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec
+from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec, Scope
 from renderers.secrets import PasswordSource, Placeholders, SecretSource, Sensitive
 
 
@@ -72,6 +72,10 @@ class Renderer:
         if units is None:
             out.append(self.environment(releases.environment_from_config(project, config), secrets))
         for name in graph.apply_order(config, units):
+            if isinstance(config.unit(name), ManifestsSpec):
+                assert config.manifests is not None
+                out.append(raw.documents(config.manifests, Scope(project, config.name), number))
+                continue
             if config.database(name) is not None:
                 password = passwords if isinstance(passwords, Placeholders) else passwords[name]
                 unit = releases.database_from_config(project, config, name)

@@ -316,9 +316,19 @@ def recorded_config(env: schema.Environment) -> EnvironmentConfig | None:
     if not env.recorded_file:
         return None
     try:
-        return validation.load(env.recorded_file).environment(env.name)
+        return stored_config(env, env.recorded_file, env.recorded_manifests)
     except InvalidFileError:
         return None
+
+
+def stored_config(
+    env: schema.Environment, text: str, manifests: dict[str, str] | None
+) -> EnvironmentConfig | None:
+    """``env``'s configuration in a stored file, with the raw manifest files stored beside it
+    (``manifests``: None when the file named none)."""
+    return validation.load(text, files=manifests, namespace=lambda _: env.namespace).environment(
+        env.name
+    )
 
 
 @dataclass(frozen=True)

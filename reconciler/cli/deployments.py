@@ -159,10 +159,18 @@ def print_status(data: list[dict[str, Any]]) -> None:
         if rows:
             tables.show(rows, STATUS_COLUMNS)
         for row in rows:
-            # Where the public reaches a service (its routes), under the table: a URL is long.
+            # Under the table: where the public reaches a service (a URL is long), and what its
+            # autoscalers run.
+            where = f"  {row['environment']} {row['name']}"
             if row.get("urls"):
-                urls = " ".join(output.escape(u) for u in row["urls"])
-                output.echo(f"  {row['environment']} {row['name']}: {urls}")
+                output.echo(f"{where}: {' '.join(output.escape(u) for u in row['urls'])}")
+            for process in row.get("processes") or ():
+                if (scale := process.get("autoscale")) is not None:
+                    current = scale["current"] if scale["current"] is not None else "?"
+                    output.echo(
+                        f"{where}.{process['name']}: {current} replicas (autoscaled "
+                        f"{scale['min']}-{scale['max']} at {scale['cpu_percent']}% cpu)"
+                    )
 
 
 def status(args: argparse.Namespace) -> int:

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from reconciler.cli import common, output
-from reconciler.model import validation
-from reconciler.model.problems import Severity
+from reconciler.model import rawmanifests, validation
+from reconciler.model.problems import Problem, Severity
+from reconciler.model.specs import ProjectFile
 from reconciler.numbers import format_size
 
 
@@ -39,6 +40,54 @@ def read_source(path: str, args: argparse.Namespace) -> str:
     return text
 
 
+def check(
+    text: str, path: str, namespace: validation.Namespace | None = None
+) -> tuple[ProjectFile | None, list[Problem]]:
+    """The file checked as a poll would check it: with the raw manifest files it names, read
+    from this checkout (paths are the repository's: from the nearest folder holding .git
+    above the file, else the file's own folder)."""
+    project, problems = validation.check(text, path)
+    if project is None or not validation.manifest_paths(project):
+        return project, problems
+    root = _repository_root(Path(path).resolve().parent)
+    found: dict[str, str] = {}
+    for wanted in validation.manifest_paths(project):
+        found.update(_local_files(root, wanted))
+    return validation.check(text, path, files=found, namespace=namespace)
+
+
+def _repository_root(start: Path) -> Path:
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def _local_files(root: Path, wanted: str) -> dict[str, str]:
+    """What a raw manifests path names under ``root``: the file, or the YAML files under the
+    folder (links and unreadable files are left out: the poll reads none either)."""
+    target = root / wanted
+    if target.is_file() and not target.is_symlink():
+        candidates = [target]
+    elif target.is_dir():
+        candidates = sorted(
+            p
+            for p in target.rglob("*")
+            if p.is_file() and not p.is_symlink() and p.suffix in rawmanifests.SUFFIXES
+        )
+    else:
+        return {}
+    out = {}
+    for file in candidates:
+        try:
+            text = validation.decode(file.read_bytes())
+        except OSError:
+            continue
+        if text is not None:
+            out[file.relative_to(root).as_posix()] = text
+    return out
+
+
 def fail(message: str, hint: str | None = None) -> int:
     output.error(message, hint)
     return output.EXIT_REFUSED
@@ -46,7 +95,7 @@ def fail(message: str, hint: str | None = None) -> int:
 
 def validate(args: argparse.Namespace) -> int:
     text = read_source(args.path, args)
-    project, problems = validation.check(text, args.path)
+    project, problems = check(text, args.path)
     errors = [p for p in problems if p.severity is Severity.ERROR]
     if args.json:
         output.print_json(

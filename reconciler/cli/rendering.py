@@ -16,7 +16,7 @@ from pathlib import Path
 from reconciler.cli import files, output
 from reconciler.model import validation
 from reconciler.model.problems import Severity
-from renderers import capabilities, manifests, schemas
+from renderers import capabilities, manifests, naming, raw, schemas
 from renderers.rendering import Renderer
 from renderers.secrets import PLACEHOLDERS
 
@@ -33,6 +33,9 @@ def slugify(text: str) -> str:
 def render(args: argparse.Namespace) -> int:
     text = files.read_source(args.path, args)
     project, problems = validation.check(text, args.path)
+    if project is not None:
+        slug = args.project or slugify(project.name or Path(args.path).resolve().parent.name)
+        project, problems = files.check(text, args.path, lambda env: naming.namespace(slug, env))
     for problem in problems:
         sys.stderr.write(f"{problem}\n")
     if project is None:
@@ -61,7 +64,8 @@ def render(args: argparse.Namespace) -> int:
         units=units,
         number=args.release,
     )
-    schemas.validate(rendered, caps)
+    # Raw manifests are checked by the cluster that applies them (they may be of any CRD).
+    schemas.validate([m for m in rendered if not raw.is_raw(m)], caps)
     if args.out is None:
         sys.stdout.write(manifests.to_yaml(rendered))
         return output.EXIT_OK

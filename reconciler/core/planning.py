@@ -14,6 +14,7 @@ the reference that changed (``a.K``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,6 +26,7 @@ from reconciler.model.specs import (
     DatabaseSpec,
     EnvironmentConfig,
     EnvironmentSpec,
+    ManifestsSpec,
     Platform,
     ServiceSpec,
     Unit,
@@ -48,7 +50,11 @@ class PlannedLine:
 
 
 def unit_kind(unit: Unit) -> ServiceKind:
-    return ServiceKind.DATABASE if isinstance(unit, DatabaseSpec) else ServiceKind.SERVICE
+    if isinstance(unit, DatabaseSpec):
+        return ServiceKind.DATABASE
+    if isinstance(unit, ManifestsSpec):
+        return ServiceKind.MANIFESTS
+    return ServiceKind.SERVICE
 
 
 def flatten(unit: Unit) -> dict[str, Value]:
@@ -62,6 +68,10 @@ def flatten(unit: Unit) -> dict[str, Value]:
             "automatic_failover": unit.automatic_failover,
             **_platform(unit.platform, routed=False),
         }
+    if isinstance(unit, ManifestsSpec):
+        # One line per document, ``manifests NetworkPolicy/deny``: created (no before),
+        # changed, deleted (no after); the value is the document's content hash.
+        return {d.ref: document_digest(d.body) for d in unit.documents}
     out: dict[str, Value] = {
         "image": unit.image,
         "release_command": list(unit.release_command) if unit.release_command else None,
@@ -101,6 +111,10 @@ def flatten(unit: Unit) -> dict[str, Value]:
     out["kubernetes.labels"] = _pairs(placement.labels)
     out.update(_platform(unit.platform, routed=any(p.domains for p in unit.processes)))
     return out
+
+
+def document_digest(body: str) -> str:
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
 def _pairs(pairs: tuple[tuple[str, str], ...]) -> Value:
@@ -174,6 +188,8 @@ def headline(unit: Unit) -> str:
     """The one value a first-deploy or removal line shows."""
     if isinstance(unit, ServiceSpec):
         return unit.image
+    if isinstance(unit, ManifestsSpec):
+        return unit.headline
     return f"{unit.engine} {unit.version}"
 
 

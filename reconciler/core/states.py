@@ -208,6 +208,7 @@ class ReleaseStatus(StrEnum):
 class ServiceKind(StrEnum):
     SERVICE = "service"
     DATABASE = "database"
+    MANIFESTS = "manifests"  # an environment's raw manifests (behaviour.md "Raw manifests")
     ENVIRONMENT = "environment"  # only on a change-set line about the environment's settings
 
 

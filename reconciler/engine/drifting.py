@@ -38,7 +38,13 @@ from reconciler.core.drifts import Drift
 from reconciler.core.states import IN_FLIGHT_STATES, AdminAction, Blocker, ServiceStatus, Sync
 from reconciler.engine import objects as release_objects
 from reconciler.errors import ConfigurationError, NebulaError, NotFoundError, RemoteError
-from reconciler.runtimes.cluster import Cluster, Live, ReleaseObjects, checked
+from reconciler.runtimes.cluster import (
+    Cluster,
+    Live,
+    ReleaseObjects,
+    checked,
+    replicas_by_process,
+)
 from reconciler.store import events, schema
 from reconciler.store.events import EventKind
 
@@ -87,6 +93,7 @@ class _Check:
     failed: str = ""  # what could not be done, when ``error``
     heal: bool = False
     cluster: Cluster | None = field(default=None, repr=False)
+    scaled: dict[str, int] | None = None  # autoscaled processes' live replicas
 
 
 # -- which units ----------------------------------------------------------------------------
@@ -188,9 +195,12 @@ def _prepare(ctx: Context, unit_id: int) -> _Check | None:
 def _observe(state: _Check) -> None:
     assert state.cluster is not None and state.objects is not None
     try:
-        state.found = compare(state.objects, state.cluster.live(state.objects))
+        live = state.cluster.live(state.objects)
     except RemoteError as exc:
         state.error, state.failed = exc, f"Could not read the live objects of {state.release}:"
+    else:
+        state.found = compare(state.objects, live)
+        state.scaled = autoscaled_counts(state.objects, live)
     state.after = state.found
 
 
@@ -236,6 +246,18 @@ def compare(objects: ReleaseObjects, live: Live) -> tuple[Drift, ...]:
     )
 
 
+def autoscaled_counts(objects: ReleaseObjects, live: Live) -> dict[str, int] | None:
+    """Each autoscaled process's live replica count (what its autoscaler chose), or None
+    when the release autoscales nothing."""
+    found = [
+        live_object
+        for manifest in checked(objects)
+        if drifts.autoscaled(manifest)
+        and (live_object := live.get(drifts.reference(manifest))) is not None
+    ]
+    return replicas_by_process(found) if found else None
+
+
 def _record(ctx: Context, session: Session, state: _Check) -> Sync | None:
     unit = session.get(schema.Unit, state.unit_id, with_for_update=True)
     if unit is None or unit.active_release_id != state.release_id:
@@ -244,6 +266,8 @@ def _record(ctx: Context, session: Session, state: _Check) -> Sync | None:
         return None  # a deployment began meanwhile: it owns the objects now
     now = ctx.clock.now()
     unit.drift_checked_at = now
+    if state.error is None:
+        unit.scaled = state.scaled
     if state.found and unit.drift_since is None:
         unit.drift_since = now
         events.unit(

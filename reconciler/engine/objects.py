@@ -26,11 +26,11 @@ from reconciler.engine import releases
 from reconciler.engine.batching import Claimed
 from reconciler.engine.stages import Facts
 from reconciler.model.frozen import FrozenRelease
-from reconciler.model.specs import DatabaseSpec, ProcessType
+from reconciler.model.specs import DatabaseSpec, ManifestsSpec, ProcessType
 from reconciler.runtimes.cluster import ProbeKind, ReleaseObjects
 from reconciler.store import schema
 from reconciler.store.database import Database
-from renderers import naming, rendering
+from renderers import naming, raw, rendering
 from renderers.capabilities import Capabilities
 from renderers.manifests import Manifest
 from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec, Scope, release_spec
@@ -197,6 +197,11 @@ def _render(
         password = stored[secrets.DATABASE_PASSWORD.format(name=spec.name)]
         objects = _database(render, scope, spec, base, shared, Sensitive(password))
         return _Rendered(objects, False, 0)
+    if isinstance(spec, ManifestsSpec):
+        # Applied when starting, as written; nothing to wait for once the API server took
+        # them (no pods of their own), and no stable Service to move.
+        workload = _bodies(raw.documents(spec, scope, number))
+        return _Rendered(replace(base, shared=shared, workload=workload), False, 0)
     for name in sorted(config.secret_names):
         values.secret(name)  # raises ConfigurationError if it is missing
     objects = _service(render, release_spec(scope, number, config), base, shared)
@@ -252,7 +257,7 @@ def _service(
         workload=_bodies(tuple(m for m in own if not (m.kind == "Job" and m.name == job_name))),
         stable_service=_bodies(tuple(stable))[0] if stable else None,
         primary=naming.deployment(service.name, number, primary.name, True) if primary else None,
-        replicas=primary.replicas if primary else 0,
+        replicas=primary.least_replicas if primary else 0,
         own_service=naming.release_service(service.name, number)
         if primary and primary.port
         else None,

@@ -25,16 +25,17 @@ from notifiers import notices
 from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.core.states import Blocker
-from reconciler.errors import NebulaError, StoreError
+from reconciler.errors import ConfigurationError, NebulaError, StoreError
 from reconciler.gitops import staging
 from reconciler.gitsource import urls
 from reconciler.gitsource.results import CommitInfo, FileEntry, HeadResult
-from reconciler.model import validation
+from reconciler.model import rawmanifests, validation
 from reconciler.model.problems import Severity
 from reconciler.model.specs import ProjectFile
 from reconciler.numbers import format_size
 from reconciler.requests.changesets import Commit
 from reconciler.store import events, schema
+from renderers import naming
 
 log = logging.getLogger("nebula.poll")
 
@@ -262,6 +263,16 @@ def _valid(session: Session, ctx: Context, project: schema.Project, state: _Poll
     short = state.commit[:7]
     text = validation.decode(state.blob)
     file, problems = validation.check(text, project.path) if text is not None else (None, [])
+    if file is not None and text is not None and validation.manifest_paths(file):
+        files = _manifest_files(ctx, project, state.commit, validation.manifest_paths(file))
+        if isinstance(files, Blocked):
+            return files
+        file, problems = validation.check(
+            text,
+            project.path,
+            files=files,
+            namespace=lambda env: naming.namespace(project.slug, env),
+        )
     if file is None:
         errors = [p for p in problems if p.severity is Severity.ERROR]
         detail = "; ".join(f"{p.location}: {p.message}" for p in errors) or "it is not UTF-8 text"
@@ -275,6 +286,39 @@ def _valid(session: Session, ctx: Context, project: schema.Project, state: _Poll
         _clear(session, ctx, project, f"{project.path} at {short} is valid again")
     state.file = file
     return None
+
+
+def _manifest_files(
+    ctx: Context, project: schema.Project, commit: str, paths: tuple[str, ...]
+) -> dict[str, str] | Blocked:
+    """The raw manifest files the file names, read at ``commit`` (path -> text)."""
+    assert ctx.git is not None
+    url = project_rows.remote_url(project, ctx.vault)
+    files: dict[str, str] = {}
+    try:
+        for path in paths:
+            found = ctx.git.files_under(
+                url, commit, path, rawmanifests.SUFFIXES, ctx.settings.max_config_size
+            )
+            for name, data in found.items():
+                text = validation.decode(data)
+                if text is None:
+                    return Blocked(
+                        Blocker.CONFIGURATION,
+                        f"{name} at {commit[:7]} is not UTF-8 text. Nothing was staged; "
+                        "environments keep serving.",
+                        commit,
+                    )
+                files[name] = text
+    except ConfigurationError as exc:
+        return Blocked(
+            Blocker.CONFIGURATION,
+            f"{exc.message}. Nothing was staged; environments keep serving.",
+            commit,
+        )
+    except NebulaError as exc:
+        return Blocked(Blocker.DELIVERY, _keep_serving(exc.message))
+    return files
 
 
 def _keep_serving(message: str) -> str:

@@ -17,6 +17,7 @@ from reconciler.admin import members, projects
 from reconciler.context import Context
 from reconciler.core import messages, planning
 from reconciler.engine import releases
+from reconciler.model import validation
 from reconciler.model.specs import ProjectFile
 from reconciler.requests import changesets, proceeding
 from reconciler.requests.changesets import Commit
@@ -77,7 +78,16 @@ def stage(
             )
         if not lines:
             continue
-        changeset = changesets.create(session, ctx.clock, env, owner, commit, file.source, lines)
+        changeset = changesets.create(
+            session,
+            ctx.clock,
+            env,
+            owner,
+            commit,
+            file.source,
+            lines,
+            manifest_files=dict(file.files) if validation.manifest_paths(file) else None,
+        )
         staged.append(changeset)
         proceeding.proceed(session, ctx, changeset, requester=owner)
     return staged

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TypeVar
 
 import pygit2
@@ -36,7 +36,7 @@ from reconciler.errors import (
     PermanentError,
     TransientError,
 )
-from reconciler.gitsource import cffitypes, failures, urls
+from reconciler.gitsource import cffitypes, failures, trees, urls
 from reconciler.gitsource.credentials import NO_CREDENTIALS, GitCredentials, OneShotCallbacks
 from reconciler.gitsource.results import CommitInfo, FileEntry, GitCounters, HeadResult, Target
 
@@ -244,15 +244,22 @@ class GitCache:
     def read_file(self, url: str, commit: str, path: str) -> bytes | None:
         """The file at ``path`` in ``commit`` (already fetched), or None when there is none."""
         repo, found = self._cached_commit(url, commit)
-        entry = _tree_entry(found, path)
+        entry = trees.entry(found, path)
         blob = repo.get(entry.id) if entry is not None else None
         return blob.data if isinstance(blob, pygit2.Blob) else None
+
+    def files_under(
+        self, url: str, commit: str, path: str, suffixes: tuple[str, ...], limit: int
+    ) -> dict[str, bytes]:
+        """``trees.files_under`` in ``commit`` (already fetched)."""
+        repo, found = self._cached_commit(url, commit)
+        return trees.files_under(repo, found, path, suffixes, limit)
 
     def file_entry(self, url: str, commit: str, path: str) -> FileEntry | None:
         """The size of the file at ``path`` and whether it is a symbolic link, read from the
         object's header (the file itself is not loaded); None when there is no file there."""
         repo, found = self._cached_commit(url, commit)
-        entry = _tree_entry(found, path)
+        entry = trees.entry(found, path)
         if entry is None or entry.type_str != "blob":
             return None
         _, size = repo.odb.read_header(entry.id)
@@ -343,17 +350,6 @@ class GitCache:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _tree_entry(commit: pygit2.Commit, path: str) -> pygit2.Object | None:
-    """The tree entry at ``path`` in ``commit``, or None (a path out of the tree names nothing)."""
-    parts = [p for p in PurePosixPath(path).parts if p not in ("/", ".")]
-    if not parts or ".." in parts:
-        return None
-    try:
-        return commit.tree["/".join(parts)]
-    except KeyError:
-        return None
 
 
 def _lookup_commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit | None:

@@ -9,11 +9,13 @@ from reconciler.model.specs import (
     Autoscale,
     DatabaseSpec,
     InstanceSize,
+    ManifestsSpec,
     Placement,
     Platform,
     PodSecurity,
     ProcessSpec,
     ProcessType,
+    RawDocument,
     ServiceSpec,
     Toleration,
     Unit,
@@ -31,6 +33,23 @@ def unit_to_dict(unit: Unit) -> dict[str, Any]:
             "instance_size": unit.instance_size.value,
             "volume_size": unit.volume_size,
             "automatic_failover": unit.automatic_failover,
+            "platform": _platform_to_dict(unit.platform),
+        }
+    if isinstance(unit, ManifestsSpec):
+        return {
+            "kind": "manifests",
+            "name": unit.name,
+            "documents": [
+                {
+                    "source": d.source,
+                    "index": d.index,
+                    "api_version": d.api_version,
+                    "kind": d.kind,
+                    "name": d.name,
+                    "body": d.body,
+                }
+                for d in unit.documents
+            ],
             "platform": _platform_to_dict(unit.platform),
         }
     return {
@@ -126,6 +145,8 @@ def _placement_from_dict(data: dict[str, Any] | None) -> Placement:
 
 
 def unit_from_dict(data: dict[str, Any]) -> Unit:
+    if data["kind"] == "manifests":
+        return ManifestsSpec(tuple(RawDocument(**d) for d in data["documents"]), name=data["name"])
     if data["kind"] == "database":
         return DatabaseSpec(
             name=data["name"],

@@ -16,7 +16,8 @@ def check_environment(
     problems: Problems, config: EnvironmentConfig, locates: dict[str, Locate]
 ) -> None:
     """References, dependencies, cycles and volumes: checks that need the whole environment."""
-    units = {u.name: u for u in config.units()}
+    units: dict[str, ServiceSpec | DatabaseSpec] = {d.name: d for d in config.databases}
+    units.update((s.name, s) for s in config.services)
     for service in config.services:
         locate = locates[service.name]
         base: Path = ("services", service.name)

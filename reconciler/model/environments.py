@@ -15,12 +15,19 @@ from typing import Any
 
 from reconciler.durations import parse_duration
 from reconciler.errors import ConfigurationError
-from reconciler.model import platforms
+from reconciler.model import platforms, rawmanifests
 from reconciler.model.problems import Code, Problems, dotted
 from reconciler.model.reading import Reader
 from reconciler.model.specs import EnvironmentSpec
 
-ENVIRONMENT_KEYS = ("protected", "promote_from", "soak", "self_heal", *platforms.PLATFORM_KEYS)
+ENVIRONMENT_KEYS = (
+    "protected",
+    "promote_from",
+    "soak",
+    "self_heal",
+    *platforms.PLATFORM_KEYS,
+    "manifests",
+)
 DURATION = re.compile(r"^(?:[0-9]+[smhd])+$")
 DURATION_HINT = "write a whole number and a unit: 90s, 30m, 2h or 1d"
 
@@ -55,6 +62,7 @@ def read_environment(problems: Problems, name: str, table: dict[str, Any]) -> En
         soak_seconds=seconds,
         self_heal=reader.boolean("self_heal", False),
         platform=platforms.read_platform(reader),
+        manifest_paths=rawmanifests.read_paths(reader),
     )
 
 

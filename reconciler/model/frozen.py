@@ -17,7 +17,14 @@ from typing import Any
 from reconciler.model import codec, graph, references, resolving
 from reconciler.model.references import Literal, Reference, RefKind, Segment
 from reconciler.model.resolving import Resolved
-from reconciler.model.specs import DATABASE_PORT, DatabaseSpec, EnvironmentConfig, ServiceSpec, Unit
+from reconciler.model.specs import (
+    DATABASE_PORT,
+    DatabaseSpec,
+    EnvironmentConfig,
+    ManifestsSpec,
+    ServiceSpec,
+    Unit,
+)
 
 Ports = tuple[tuple[str, int | None], ...]
 
@@ -72,6 +79,8 @@ class FrozenRelease:
         """What a change-set line shows for the whole release: its image, or engine and version."""
         if isinstance(self.unit, DatabaseSpec):
             return f"{self.unit.engine} {self.unit.version}"
+        if isinstance(self.unit, ManifestsSpec):
+            return self.unit.headline
         return self.unit.image
 
     @property
@@ -89,6 +98,8 @@ class FrozenRelease:
         """What the release runs: the service's image, or the database engine's."""
         if isinstance(self.unit, DatabaseSpec):
             return f"{self.unit.engine}:{self.unit.version}"
+        if isinstance(self.unit, ManifestsSpec):
+            return f"manifests@{self.unit.digest}"
         return self.unit.image
 
     def with_image(self, image: str) -> FrozenRelease:

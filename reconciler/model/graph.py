@@ -2,7 +2,9 @@
 
 A service depends on another unit when it says so (``[deploy] depends_on``) or reads one of
 its values (``${{ svc.KEY }}``, ``${{ db.KEY }}``). ``${{ host(svc) }}`` is only an address and
-makes no edge. Databases depend on nothing.
+makes no edge. Databases depend on nothing. Where the environment has raw manifests, every
+service waits for them (a NetworkPolicy or an ExternalSecret a service needs is applied
+first; when they fail, no service of that change set is applied after them).
 """
 
 from __future__ import annotations
@@ -13,12 +15,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from reconciler.model import references
-from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec
+from reconciler.model.specs import (
+    MANIFESTS,
+    DatabaseSpec,
+    EnvironmentConfig,
+    ManifestsSpec,
+    ServiceSpec,
+    Unit,
+)
 
 
 class Via(StrEnum):
     DEPENDS_ON = "depends_on"
     REFERENCE = "reference"
+    MANIFESTS = "manifests"
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,10 @@ def service_edges(service: ServiceSpec, unit_names: Iterable[str]) -> list[Edge]
 
 def edges(config: EnvironmentConfig) -> list[Edge]:
     names = set(config.unit_names)
-    return [e for s in config.services for e in service_edges(s, names)]
+    out = [e for s in config.services for e in service_edges(s, names)]
+    if config.manifests is not None:
+        out += [Edge(s.name, MANIFESTS, Via.MANIFESTS, MANIFESTS) for s in config.services]
+    return out
 
 
 def dependencies(config: EnvironmentConfig, name: str) -> tuple[str, ...]:
@@ -91,6 +104,13 @@ def find_cycle(nodes: Iterable[str], graph_edges: Iterable[Edge]) -> list[str] |
     return None
 
 
+def _rank(unit: Unit) -> int:
+    """Databases, then raw manifests, then services."""
+    if isinstance(unit, DatabaseSpec):
+        return 0
+    return 1 if isinstance(unit, ManifestsSpec) else 2
+
+
 def apply_order(config: EnvironmentConfig, names: Iterable[str] | None = None) -> list[str]:
     """The order to deploy ``names`` (default: every unit) in.
 
@@ -98,7 +118,7 @@ def apply_order(config: EnvironmentConfig, names: Iterable[str] | None = None) -
     the same every time. Ordering is computed on the whole environment and then filtered, so
     a dependency through a unit not being deployed still orders the two that are.
     """
-    kind = {u.name: (0 if isinstance(u, DatabaseSpec) else 1) for u in config.units()}
+    kind = {u.name: _rank(u) for u in config.units()}
     waits_for: dict[str, set[str]] = {n: set() for n in kind}
     dependents: dict[str, set[str]] = {n: set() for n in kind}
     for e in edges(config):

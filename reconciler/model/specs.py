@@ -8,6 +8,7 @@ never the raw TOML.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -249,9 +250,53 @@ class EnvironmentSpec:
     soak_seconds: int = 0
     self_heal: bool = False  # put drifted live objects back
     platform: Platform = Platform()
+    # Raw manifest files and folders: [kubernetes] manifests, then the environment's own.
+    manifest_paths: tuple[str, ...] = ()
 
 
-Unit = ServiceSpec | DatabaseSpec
+MANIFESTS = "manifests"  # the unit of an environment's raw manifests (behaviour.md "Raw manifests")
+
+
+@dataclass(frozen=True)
+class RawDocument:
+    """One Kubernetes object of a raw manifest file, as written (never templated)."""
+
+    source: str  # the file, e.g. "k8s/common/netpol.yaml"
+    index: int  # the document's position in it, from 0
+    api_version: str
+    kind: str
+    name: str
+    body: str  # the object as canonical JSON (sorted keys): what is compared and applied
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ManifestsSpec:
+    """An environment's raw manifests: one unit, released like a service."""
+
+    documents: tuple[RawDocument, ...] = ()
+    name: str = MANIFESTS
+    platform: Platform = DEFAULT_PLATFORM  # the environment's (its namespace's labels)
+
+    def document(self, ref: str) -> RawDocument | None:
+        return next((d for d in self.documents if d.ref == ref), None)
+
+    @property
+    def digest(self) -> str:
+        """What the documents are, in one short content hash (a release's "image")."""
+        text = "\n".join(d.body for d in self.documents)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def headline(self) -> str:
+        count = len(self.documents)
+        return f"{count} document{'s' if count != 1 else ''} ({self.digest[:19]})"
+
+
+Unit = ServiceSpec | DatabaseSpec | ManifestsSpec
 
 
 @dataclass(frozen=True)
@@ -261,6 +306,7 @@ class EnvironmentConfig:
     environment: EnvironmentSpec
     services: tuple[ServiceSpec, ...] = ()
     databases: tuple[DatabaseSpec, ...] = ()
+    manifests: ManifestsSpec | None = None  # None: the file names no raw manifest here
 
     @property
     def name(self) -> str:
@@ -273,10 +319,15 @@ class EnvironmentConfig:
         return next((d for d in self.databases if d.name == name), None)
 
     def unit(self, name: str) -> Unit | None:
+        if name == MANIFESTS and self.manifests is not None:
+            return self.manifests
         return self.service(name) or self.database(name)
 
     def units(self) -> Iterator[Unit]:
+        """In apply order's kinds: databases, the raw manifests, services."""
         yield from self.databases
+        if self.manifests is not None:
+            yield self.manifests
         yield from self.services
 
     @property
@@ -292,6 +343,8 @@ class ProjectFile:
     environments: tuple[EnvironmentSpec, ...]
     configs: tuple[EnvironmentConfig, ...]
     source: str = field(default="", repr=False, compare=False)
+    # The raw manifest files the environments name (path -> text), as read at the commit.
+    files: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
     warnings: tuple[Any, ...] = field(default=(), compare=False)
 
     def environment(self, name: str) -> EnvironmentConfig | None:

@@ -9,29 +9,41 @@ at the override's line.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
 
 from reconciler.errors import InvalidFileError
-from reconciler.model import crosschecks, environments, platforms, positions, units
+from reconciler.model import crosschecks, environments, platforms, positions, rawmanifests, units
 from reconciler.model.problems import Code, Problem, Problems, Severity
 from reconciler.model.reading import Reader, check_slug, not_a_table
 from reconciler.model.specs import (
+    MANIFESTS,
     EnvironmentConfig,
     EnvironmentSpec,
     Location,
     ProjectFile,
 )
 
-TOP_KEYS = ("project", "environments", "services", "databases")
+TOP_KEYS = ("project", "environments", "services", "databases", "kubernetes")
 PROJECT_KEYS = ("name",)
+KUBERNETES_KEYS = ("manifests",)
+Files = Mapping[str, str]  # raw manifest files read at the commit: path -> text
+Namespace = Callable[[str], str]  # an environment's namespace, from its name
 
 
-def load(text: str, path: str = "nebula.toml") -> ProjectFile:
+def load(
+    text: str,
+    path: str = "nebula.toml",
+    *,
+    files: Files | None = None,
+    namespace: Namespace | None = None,
+) -> ProjectFile:
     """The validated file; raises ``InvalidFileError`` carrying every error."""
-    project, problems = check(text, path)
+    project, problems = check(text, path, files=files, namespace=namespace)
     if project is None:
         raise InvalidFileError([p for p in problems if p.severity is Severity.ERROR])
     return project
@@ -46,14 +58,24 @@ def decode(data: bytes) -> str | None:
         return None
 
 
-def check(text: str, path: str = "nebula.toml") -> tuple[ProjectFile | None, list[Problem]]:
-    """The file if it has no errors (warnings allowed), and every problem found, in file order."""
+def check(
+    text: str,
+    path: str = "nebula.toml",
+    *,
+    files: Files | None = None,
+    namespace: Namespace | None = None,
+) -> tuple[ProjectFile | None, list[Problem]]:
+    """The file if it has no errors (warnings allowed), and every problem found, in file order.
+
+    ``files``: the raw manifest files the file names, read at its commit (``manifest_paths``
+    says which); without them no environment has a manifests unit. ``namespace`` checks a
+    document's ``metadata.namespace`` against its environment's."""
     text = text.removeprefix("\ufeff")  # a byte order mark, if the text was read with one
     data = _tables(text, path)
     if isinstance(data, Problem):
         return None, [data]
     problems = Problems(path, positions.scan(text))
-    project = _FileReader(problems, data).read(text)
+    project = _FileReader(problems, data, files, namespace).read(text)
     ordered = problems.sorted()
     if problems.errors:
         return None, ordered
@@ -101,10 +123,27 @@ def _clamped(text: str, line: int, col: int) -> tuple[int, int]:
     return line, min(max(col, 1), len(lines[line - 1]) + 1)
 
 
+def manifest_paths(project: ProjectFile) -> tuple[str, ...]:
+    """Every raw manifest path any environment names: what a caller reads at the commit."""
+    return tuple(dict.fromkeys(p for env in project.environments for p in env.manifest_paths))
+
+
 class _FileReader:
-    def __init__(self, problems: Problems, data: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        problems: Problems,
+        data: dict[str, Any],
+        files: Files | None = None,
+        namespace: Namespace | None = None,
+    ) -> None:
         self.problems = problems
         self.top = Reader(problems, data, (), TOP_KEYS)
+        self.files = files
+        self.namespace = namespace
+        self.shared_paths: tuple[str, ...] = ()
+        if (table := self.top.table_of("kubernetes")) is not None:
+            kubernetes = Reader(problems, table, ("kubernetes",), KUBERNETES_KEYS)
+            self.shared_paths = rawmanifests.read_paths(kubernetes)
 
     def read(self, text: str) -> ProjectFile:
         name = None
@@ -142,7 +181,7 @@ class _FileReader:
             locates = {u: loc for u, (_, loc) in read.items()}
             crosschecks.check_environment(self.problems, config, locates)
             platforms.check_routes(self.problems, config, locates)
-            configs.append(config)
+            configs.append(self._with_manifests(config))
         written = self.top.table.get("environments")
         if not environments and not (isinstance(written, dict) and written):
             # (Environments written with invalid names are errors of their own already.)
@@ -155,15 +194,46 @@ class _FileReader:
             )
         if not environments:
             configs = []
+        if any(e.manifest_paths for e in environments) and MANIFESTS in {*services, *databases}:
+            kind = "services" if MANIFESTS in services else "databases"
+            self.problems.add(
+                (kind, MANIFESTS),
+                Code.DUPLICATE_NAME,
+                f"'{MANIFESTS}' names the raw manifests unit, which this file uses",
+                f"give the {kind[:-1]} another name",
+                key=True,
+            )
         return ProjectFile(
-            name, environments, tuple(configs), source=text, warnings=tuple(self.problems.warnings)
+            name,
+            environments,
+            tuple(configs),
+            source=text,
+            warnings=tuple(self.problems.warnings),
+            files=tuple(sorted((self.files or {}).items())),
         )
+
+    def _with_manifests(self, config: EnvironmentConfig) -> EnvironmentConfig:
+        """The environment's raw manifests unit, when it names any and the files were read."""
+        env = config.environment
+        if not env.manifest_paths or self.files is None:
+            return config
+        own = ("environments", env.name, "manifests")
+        where = (
+            own if len(env.manifest_paths) > len(self.shared_paths) else ("kubernetes", "manifests")
+        )
+        namespace = self.namespace(env.name) if self.namespace is not None else None
+        found = rawmanifests.read(self.problems, where, env.manifest_paths, self.files, namespace)
+        return replace(config, manifests=replace(found, platform=env.platform))
 
     def _environments(self) -> tuple[EnvironmentSpec, ...]:
         tables = self._named_tables("environments", "environment")
         read = tuple(
             environments.read_environment(self.problems, name, table)
             for name, table in tables.items()
+        )
+        read = tuple(
+            replace(e, manifest_paths=rawmanifests.paths_of(self.shared_paths, e.manifest_paths))
+            for e in read
         )
         return environments.check_gates(self.problems, read, tables)
 

@@ -21,6 +21,7 @@ from reconciler.core.states import (
     DeploymentState,
     GrantKind,
     ReleaseStatus,
+    ServiceKind,
 )
 from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
@@ -190,8 +191,13 @@ def promote(
     guards.check_suspended(env)
     if source.active_release is None:
         raise ConflictError(f"{service} has no active release in {source_env} to promote")
-    if source.kind != "service":
+    if source.kind == ServiceKind.DATABASE.value:
         raise ConflictError(f"{service} is a database; databases are not promoted")
+    if source.kind != ServiceKind.SERVICE.value:
+        raise ConflictError(
+            f"{service} are an environment's raw manifests; only services are promoted",
+            hint="raw manifests reach each environment through nebula.toml",
+        )
     config = projects.recorded_config(env)
     spec = config.service(service) if config is not None else None
     target = projects.unit(session, env, service) if spec is not None else None

@@ -268,6 +268,7 @@ def complete(
     changesets.move(session, ctx.clock, changeset, ChangeSetState.APPLIED, None, actor=actor)
     if changesets.from_file(changeset):
         env.recorded_file = changeset.file_text
+        env.recorded_manifests = changeset.manifest_files
         env.recorded_commit = changeset.commit
     if any(line.kind == LineKind.ENVIRONMENT.value for line in changeset.lines):
         # Its settings (protection, the gate, self-heal) are the applied file's from now on.

@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciler.admin import projects
 from reconciler.clock import Clock
 from reconciler.core import planning, transitions
 from reconciler.core.states import (
@@ -21,7 +22,6 @@ from reconciler.core.states import (
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording
 from reconciler.errors import ConflictError, NotFoundError
-from reconciler.model import validation
 from reconciler.model.specs import EnvironmentConfig
 from reconciler.requests import approvals
 from reconciler.store import events, schema
@@ -52,6 +52,7 @@ def create(
     lines: list[planning.PlannedLine],
     *,
     message: str | None = None,
+    manifest_files: dict[str, str] | None = None,
 ) -> schema.ChangeSet:
     """A draft with its lines; ``message`` says why when no commit does (a secret set)."""
     changeset = schema.ChangeSet(
@@ -63,6 +64,7 @@ def create(
         author=commit.author if commit else None,
         message=commit.message if commit else message,
         file_text=file_text,
+        manifest_files=manifest_files,
         created_at=clock.now(),
     )
     session.add(changeset)
@@ -93,7 +95,9 @@ def create(
 
 def config(changeset: schema.ChangeSet) -> EnvironmentConfig:
     """Its environment's configuration in the file it was staged from."""
-    found = validation.load(changeset.file_text).environment(changeset.environment.name)
+    found = projects.stored_config(
+        changeset.environment, changeset.file_text, changeset.manifest_files
+    )
     assert found is not None, "a staged file always declares its environment"
     return found
 

@@ -22,14 +22,14 @@ from reconciler.context import Context
 from reconciler.core import planning
 from reconciler.core.states import OPEN_CHANGESET_STATES, ServiceStatus
 from reconciler.engine import releases
-from reconciler.model import graph, validation
+from reconciler.model import graph
 from reconciler.requests import changesets, proceeding
 from reconciler.store import schema
 
 
 def readers(session: Session, env: schema.Environment, name: str) -> list[str]:
     """The services whose active release reads secret ``name``, in deploy order."""
-    config = validation.load(env.recorded_file).environment(env.name) if env.recorded_file else None
+    config = projects.recorded_config(env)
     if config is None:
         return []
     found = [
@@ -89,6 +89,7 @@ def stage(
         env.recorded_file,
         planning.secret_lines(name, users),
         message=f"A new value of secret {name}",
+        manifest_files=env.recorded_manifests,
     )
     proceeding.proceed(session, ctx, changeset, requester=owner)
     return changeset

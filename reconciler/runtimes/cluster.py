@@ -19,7 +19,7 @@ release's manifests the same way for every runtime.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -100,6 +100,38 @@ def healed(manifest: Manifest) -> Manifest:
         return manifest
     spec = {k: v for k, v in (manifest.get("spec") or {}).items() if k != "replicas"}
     return {**manifest, "spec": spec}
+
+
+def inherited(manifest: Manifest, running: Mapping[str, int]) -> Manifest:
+    """An autoscaled Deployment of a new release starts at the count its process runs at in
+    the active release (``running``: process -> replicas), never below its own minimum, so a
+    deploy never scales a loaded service down (behaviour.md "Pods (1.2)")."""
+    if not drifts.autoscaled(manifest):
+        return manifest
+    spec = manifest.get("spec") or {}
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    count = running.get(str(labels.get(naming.PROCESS)))
+    if count is None or count <= int(spec.get("replicas") or 0):
+        return manifest
+    return {**manifest, "spec": {**spec, "replicas": count}}
+
+
+def replicas_by_process(workloads: Iterable[Manifest]) -> dict[str, int]:
+    """The replica count of each process's Deployment among ``workloads``."""
+    out = {}
+    for workload in workloads:
+        if workload.get("kind") != "Deployment":
+            continue
+        labels = (workload.get("metadata") or {}).get("labels") or {}
+        if naming.PROCESS in labels:
+            out[str(labels[naming.PROCESS])] = int(
+                (workload.get("spec") or {}).get("replicas") or 0
+            )
+    return out
+
+
+def any_autoscaled(objects: ReleaseObjects) -> bool:
+    return any(drifts.autoscaled(m) for m in objects.workload)
 
 
 class JobPhase(StrEnum):

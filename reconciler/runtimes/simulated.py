@@ -25,8 +25,10 @@ from reconciler.runtimes.cluster import (
     ReleaseObjects,
     Rollout,
     Teardown,
+    any_autoscaled,
     checked,
     healed,
+    inherited,
 )
 from reconciler.runtimes.simulatedapi import SimulatedApi, address
 from reconciler.runtimes.simulatedwrites import Found
@@ -109,7 +111,9 @@ class SimulatedCluster(SimulatedApi):
                     self._get(call.conn, objects.namespace, objects.primary_kind, objects.primary)
                     is None
                 )
-            self._apply_all(call, objects.namespace, objects.workload)
+            running = self._running(call, objects) if any_autoscaled(objects) else {}
+            workload = tuple(inherited(m, running) for m in objects.workload)
+            self._apply_all(call, objects.namespace, workload)
             if first:
                 call.writes.entry(f"start {objects.namespace}/{objects.unit} {objects.release}")
 

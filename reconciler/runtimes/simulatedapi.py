@@ -29,11 +29,12 @@ from reconciler.clock import Clock
 from reconciler.errors import UnreachableError
 from reconciler.runtimes import sealing
 from reconciler.runtimes import simulatedsql as sql
-from reconciler.runtimes.cluster import Manifest
+from reconciler.runtimes.cluster import Manifest, ReleaseObjects, replicas_by_process
 from reconciler.runtimes.simulatedsql import BY_NAME, CONTROL, LOG
 from reconciler.runtimes.simulatedwrites import Found, Gathered, Key, Listed, Put, Writes
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
+from renderers import naming
 
 UNREACHABLE = "the simulated cluster's API cannot be reached"
 _C = sql.OBJECTS
@@ -329,6 +330,26 @@ class SimulatedApi:
         now = self.clock.now()
         for manifest in manifests:
             call.writes.put(address(manifest, namespace), manifest, now)
+
+    def _running(self, call: _Call, objects: ReleaseObjects) -> dict[str, int]:
+        """Each process's replicas in the release the stable Service selects now."""
+        service = self._get(call.conn, objects.namespace, "Service", objects.unit)
+        if service is None:
+            return {}
+        active = (service.body.get("spec") or {}).get("selector", {}).get(naming.RELEASE)
+        if active is None or active == objects.release:
+            return {}
+        rows = call.conn.execute(sql.IN_NAMESPACE, {"ns": objects.namespace}).all()
+        wanted = {naming.SERVICE: objects.unit, naming.RELEASE: active}
+        return replicas_by_process(
+            row.body
+            for row in rows
+            if row.kind == "Deployment"
+            and all(
+                (row.body.get("metadata", {}).get("labels") or {}).get(k) == v
+                for k, v in wanted.items()
+            )
+        )
 
     def _delete_where(self, call: _Call, namespace: str, labels: dict[str, str]) -> list[str]:
         """Delete the namespace's objects with ``labels``, read in the query that checks the

@@ -103,6 +103,9 @@ class Environment(Base):
     # The last file applied here: what the next push is diffed against.
     recorded_commit: Mapped[str | None] = mapped_column(String(64))
     recorded_file: Mapped[str | None] = mapped_column(Text)
+    # The raw manifest files that file named, as read at its commit (path -> text); None
+    # when it named none.
+    recorded_manifests: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime]
     suspended_by: Mapped[str | None] = mapped_column(String(100))
     suspended_at: Mapped[datetime | None]
@@ -140,6 +143,8 @@ class Unit(Base):
     drift: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     drift_checked_at: Mapped[datetime | None]
     drift_since: Mapped[datetime | None]  # the drift episode open now began then
+    # Each autoscaled process's replicas as that check saw them: {"web": 5} (its autoscaler's).
+    scaled: Mapped[dict[str, int] | None] = mapped_column(JSON, nullable=True)
     sync_blocker: Mapped[str | None] = mapped_column(String(40))  # delivery: unreadable
     sync_message: Mapped[str | None] = mapped_column(Text)
     environment: Mapped[Environment] = relationship()
@@ -179,6 +184,7 @@ class ChangeSet(Base):
     author: Mapped[str | None] = mapped_column(String(200))
     message: Mapped[str | None] = mapped_column(Text)  # the commit message
     file_text: Mapped[str] = mapped_column(Text)  # recorded for the environment on apply
+    manifest_files: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
     note: Mapped[str | None] = mapped_column(Text)  # why it ended, or which lines drifted
     # Its promotion gate, in an environment with promote_from (all None otherwise).
     gate_environment: Mapped[str | None] = mapped_column(String(40))

@@ -19,7 +19,7 @@ from reconciler import views
 from reconciler.core.states import HAPPY_PATH, ApprovalState, ApprovalTarget, DeploymentState
 from reconciler.engine import releases
 from reconciler.model.references import Literal, RefKind
-from reconciler.model.specs import DatabaseSpec, ProcessType, ServiceSpec
+from reconciler.model.specs import DatabaseSpec, ManifestsSpec, ProcessType, ServiceSpec
 from reconciler.requests import approvals
 from reconciler.store import schema
 from reconciler.web import diffs, grids
@@ -124,6 +124,8 @@ def processes(release: schema.Release | None) -> list[str]:
     unit = releases.frozen(release).unit
     if isinstance(unit, DatabaseSpec):
         return [f"{unit.engine} {unit.version}, {unit.instance_size.value}, {unit.volume_size}"]
+    if isinstance(unit, ManifestsSpec):
+        return [f"{d.ref} ({d.source})" for d in unit.documents]
     out = []
     for p in unit.processes:
         if p.type in (ProcessType.CRON, ProcessType.JOB):

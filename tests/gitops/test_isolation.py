@@ -36,10 +36,10 @@ def test_a_bug_in_one_project_s_validation_stops_no_other_project(
     nebula.ok(f"project add healthy --repo {healthy.url}")
     real = validation.check
 
-    def check(text: str, path: str) -> object:
+    def check(text: str, path: str, **options: object) -> object:
         if "trips the bug" in text:
             raise OverflowError("Python int too large to convert to C int")
-        return real(text, path)
+        return real(text, path, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(validation, "check", check)
     with caplog.at_level(logging.ERROR, logger="nebula.poll"):

@@ -290,11 +290,18 @@ def test_an_httproute_through_the_gateway() -> None:
     schemas.validate(rendered, capabilities.RECENT)
 
 
+KUBERNETES_1_35 = Capabilities("1.35", capabilities.RECENT.api_versions)
+
+
 @pytest.mark.parametrize(
-    "caps", [capabilities.RECENT, capabilities.KUBERNETES_1_20], ids=["latest", "1.20"]
+    "caps",
+    [capabilities.RECENT, KUBERNETES_1_35, capabilities.KUBERNETES_1_20],
+    ids=["latest", "1.35", "1.20"],
 )
 def test_every_new_object_matches_its_schema(caps: Capabilities) -> None:
-    schemas.validate(_platform(caps), caps)
+    result = schemas.validate(_platform(caps), caps)
+    if caps is KUBERNETES_1_35:
+        assert result.schema_version == "1.35"
 
 
 def test_an_httproute_the_gateway_api_would_refuse_is_caught() -> None:

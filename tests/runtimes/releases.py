@@ -34,6 +34,9 @@ class Service:
     # Not 0: Kubernetes 1.20 stores a Deployment's `minReadySeconds: 0` as absent, so an apply
     # that says 0 is never a no-op there (see test_a_second_apply_of_the_same_release...).
     stabilization_seconds: int = 1
+    routing: str = ""  # an environment line: gateway = "ns/name" or ingress_class = "..."
+    domains: tuple[str, ...] = ()  # of the web process
+    autoscale: str = ""  # the web process's, e.g. "{ min = 2, max = 4 }" (then no replicas)
 
     def toml(self, unit: str) -> str:
         lines = [
@@ -41,6 +44,7 @@ class Service:
             'name = "Runtime tests"',
             "",
             "[environments.staging]",
+            self.routing,
             "",
             f"[services.{unit}]",
             f'image = "{self.image}"',
@@ -57,12 +61,16 @@ class Service:
                 f'type = "{self.kind}"',
                 'command = ["bin/serve"]',
                 "port = 8080",
-                f"replicas = {self.replicas}",
+                f"autoscale = {self.autoscale}"
+                if self.autoscale
+                else f"replicas = {self.replicas}",
                 'instance_size = "nano"',
                 f"stabilization_seconds = {self.stabilization_seconds}",
             ]
             if self.kind == "http":
                 lines.append('readiness_path = "/healthz"')
+            if self.domains:
+                lines.append(f"domains = {list(self.domains)!r}".replace("'", '"'))
         if self.cron or self.kind == "cron-only":
             lines += [
                 "",
@@ -118,7 +126,7 @@ def release_objects(
         workload=tuple(body(m) for m in rendered if m is not release_job),
         stable_service=body(stable) if stable is not None else None,
         primary=naming.deployment(unit, number, primary.name, True) if primary else None,
-        replicas=primary.replicas if primary else 0,
+        replicas=primary.least_replicas if primary else 0,
         own_service=naming.release_service(unit, number) if primary and primary.port else None,
         port=primary.port if primary else None,
         readiness_path=primary.readiness_path if primary else "/",

@@ -429,3 +429,28 @@ def test_every_call_raises_unreachable_while_the_api_is_down(harness: Harness) -
     harness.reachable()
     assert harness.cluster.selected_release(objects.namespace, "api") is None
     assert harness.cluster.teardown(objects.namespace, "api").deleted
+
+
+# -- autoscaled ----------------------------------------------------------------------------
+
+
+def test_a_new_autoscaled_release_starts_at_the_running_count_never_below_its_minimum(
+    harness: Harness,
+) -> None:
+    first = active(harness, autoscale="{ min = 2, max = 8 }")
+    assert harness.cluster.live(first)["Deployment/api-r1"]["spec"]["replicas"] == 2
+    harness.edit(first, "Deployment/api-r1", "spec.replicas", 5)  # as the autoscaler would
+    harness.until(
+        lambda: harness.cluster.live(first)["Deployment/api-r1"]["spec"]["replicas"],
+        lambda count: count == 5,
+        "the edit to be seen",
+    )
+
+    second = started(harness, 2, cron=True, autoscale="{ min = 2, max = 8 }")
+
+    assert harness.cluster.live(second)["Deployment/api-r2"]["spec"]["replicas"] == 5
+    # The running count is not drift: the autoscaler owns it (r-2 is not active yet, so the
+    # stable Service still selects r-1: that is the only difference).
+    assert [d.object for d in compare(second, harness.cluster.live(second))] == ["Service/api"]
+    third = started(harness, 3, cron=True, autoscale="{ min = 6, max = 8 }")
+    assert harness.cluster.live(third)["Deployment/api-r3"]["spec"]["replicas"] == 6

@@ -167,7 +167,14 @@ def test_the_grid_approvals_and_deployments_pages_in_chromium(
     from playwright.sync_api import expect
 
     base = str(live.base_url).rstrip("/")
-    shop.push(world.shop_toml(level="debug"), "Debug logging")
+    # Debug logging, and staging's api public through a gateway (a route, a URL on the page).
+    routed = (
+        world.shop_toml(level="debug").replace(
+            "[environments.staging]\n", '[environments.staging]\ngateway = "infra/public"\n'
+        )
+        + '\n[services.api.environments.staging.processes.web]\ndomains = ["shop.example.com"]\n'
+    )
+    shop.push(routed, "Debug logging, a public domain in staging")
     shop.nebula.settle()
 
     page.goto(f"{base}/projects/{world.SLUG}")
@@ -177,6 +184,9 @@ def test_the_grid_approvals_and_deployments_pages_in_chromium(
     expect(staging_api).to_contain_text("sync: synced")  # checked once r-2 went healthy
     image = staging_api.locator("code.image")
     assert image.get_attribute("title") == world.API  # the whole reference on hover
+    url = staging_api.locator("a.url")
+    expect(url).to_have_text("https://shop.example.com")
+    assert url.get_attribute("href") == "https://shop.example.com"
     assert (
         image.inner_text()
         == world.API.split("@")[0] + "@sha256:" + world.API.split(":")[-1][:12] + "…"

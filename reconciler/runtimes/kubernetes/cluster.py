@@ -37,8 +37,11 @@ from reconciler.runtimes.cluster import (
     ReleaseObjects,
     Rollout,
     Teardown,
+    any_autoscaled,
     checked,
     healed,
+    inherited,
+    replicas_by_process,
 )
 from reconciler.runtimes.kubernetes import activating, jobs, quotas, rollouts, selectors, streams
 from reconciler.runtimes.kubernetes.applying import Applier
@@ -222,8 +225,24 @@ class KubernetesCluster:
     # -- starting and qualifying -------------------------------------------------------------
 
     def start(self, objects: ReleaseObjects) -> None:
+        running = self._running(objects) if any_autoscaled(objects) else {}
         for manifest in objects.workload:
-            self._apply(manifest, objects.namespace, Blocker.CONFIGURATION)
+            self._apply(inherited(manifest, running), objects.namespace, Blocker.CONFIGURATION)
+
+    def _running(self, objects: ReleaseObjects) -> dict[str, int]:
+        """Each process's replicas in the release the stable Service selects now."""
+        active = self.selected_release(objects.namespace, objects.unit)
+        resource = self.discovery.preferred("apps", "Deployment")
+        if active is None or active == objects.release or resource is None:
+            return {}
+        found = self.reader.list(
+            "Deployment",
+            objects.namespace,
+            path=resource.collection(objects.namespace),
+            what=f"list the Deployments of {objects.unit} {active}",
+            label_selector=f"{naming.SERVICE}={objects.unit},{naming.RELEASE}={active}",
+        )
+        return replicas_by_process(found)
 
     def rollout(self, objects: ReleaseObjects) -> Rollout:
         if objects.primary is None:

@@ -39,6 +39,7 @@ class Resource:
     kind: str
     plural: str
     namespaced: bool
+    verbs: frozenset[str] = frozenset()
 
     @property
     def group(self) -> str:
@@ -89,6 +90,18 @@ class Discovery:
             if found is not None:
                 return found
         return None
+
+    def namespaced_kinds(self) -> list[tuple[str, str]]:
+        """(group, kind) of every namespaced kind the cluster serves that can be listed and
+        deleted, in its group's preferred version: where raw manifests may have put objects."""
+        out: dict[tuple[str, str], None] = {}
+        for group, versions in self._served_groups().items():
+            for version in versions[:1]:
+                api_version = f"{group}/{version}" if group else version
+                for resource in self._kinds_of(api_version).values():
+                    if resource.namespaced and {"list", "delete"} <= resource.verbs:
+                        out[(group, resource.kind)] = None
+        return list(out)
 
     def capabilities(self) -> Capabilities:
         groups = self._served_groups()
@@ -161,7 +174,11 @@ def _resources(api_version: str, listed: JSON) -> dict[str, Resource]:
         if not name or "/" in name:  # subresources: deployments/scale, pods/log ...
             continue
         kinds[str(entry["kind"])] = Resource(
-            api_version, str(entry["kind"]), name, bool(entry.get("namespaced"))
+            api_version,
+            str(entry["kind"]),
+            name,
+            bool(entry.get("namespaced")),
+            frozenset(str(v) for v in entry.get("verbs") or ()),
         )
     return kinds
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from reconciler.model.specs import MANIFESTS
 from reconciler.runtimes.cluster import Teardown
 from reconciler.runtimes.kubernetes.applying import FIELD_MANAGER, describe
 from reconciler.runtimes.kubernetes.discovery import Discovery, Resource
@@ -75,7 +76,7 @@ class Remover:
     def delete(self, namespace: str, selector: str) -> tuple[str, ...]:
         """Deletes every object matching ``selector``; returns ``Kind/name`` of each deleted."""
         deleted = []
-        for resource, obj in self._found(namespace, selector, KINDS):
+        for resource, obj in self._found(namespace, selector, self._kinds(selector)):
             name = _name(obj)
             self._transport.call(
                 "DELETE",
@@ -94,6 +95,15 @@ class Remover:
     def teardown(self, namespace: str, unit: str) -> Teardown:
         deleted = self.delete(namespace, unit_selector(unit))
         return Teardown(already_clean=not deleted, deleted=deleted)
+
+    def _kinds(self, selector: str) -> Iterable[tuple[str, str]]:
+        """What to look through: the kinds Nebula renders, and for raw manifests (any kind a
+        team writes: a NetworkPolicy, a ServiceMonitor) every namespaced kind the cluster
+        serves. A document a release no longer has is pruned by this: it still carries the
+        drained release's label."""
+        if f"{naming.SERVICE}={MANIFESTS}" not in selector.split(","):
+            return KINDS
+        return self._discovery.namespaced_kinds()
 
     def _found(
         self, namespace: str, selector: str, kinds: Iterable[tuple[str, str]]
