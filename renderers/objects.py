@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import base64
 from typing import Any
-from urllib.parse import quote as url_quote
 
-from reconciler.model.specs import DATABASE_PORT, PodSecurity, ProcessSpec, ProcessType
+from reconciler.model.specs import ProcessSpec, ProcessType
 from renderers import naming, pods, scaling, traffic, variables
 from renderers.capabilities import Capabilities
 from renderers.manifests import Draft
 from renderers.naming import Labels
-from renderers.releases import DatabaseUnit, EnvironmentUnit, ReleaseSpec, Scope
+from renderers.releases import EnvironmentUnit, ReleaseSpec
 from renderers.secrets import Placeholders, SecretSource, Sensitive
 
-POSTGRES_DATA = "/var/lib/postgresql/data"
-POSTGRES_USER = 999  # the official (Debian) image's postgres user and group
 
-
-def _meta(name: str, namespace: str | None, labels: Labels, **values: Any) -> dict[str, Any]:
+def meta(name: str, namespace: str | None, labels: Labels, **values: Any) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, "labels": labels, **values}
 
 
@@ -40,7 +36,7 @@ def release(spec: ReleaseSpec, capabilities: Capabilities) -> list[Draft]:
                 "ConfigMap",
                 configmap,
                 "configmap.j2",
-                _meta(configmap, namespace, labels, data=plan.literals),
+                meta(configmap, namespace, labels, data=plan.literals),
             )
         )
     mounts, claims = pods.volumes(service)
@@ -52,7 +48,7 @@ def release(spec: ReleaseSpec, capabilities: Capabilities) -> list[Draft]:
                 "Job",
                 name,
                 "job.j2",
-                _meta(
+                meta(
                     name,
                     namespace,
                     naming.with_process(labels, naming.RELEASE_COMMAND),
@@ -70,7 +66,7 @@ def release(spec: ReleaseSpec, capabilities: Capabilities) -> list[Draft]:
         name = naming.release_service(service.name, number)
         selector = naming.with_process(_selector(labels), primary.name)
         drafts.append(
-            _service(name, namespace, labels, selector, pods.port_name(primary), primary.port)
+            service_draft(name, namespace, labels, selector, pods.port_name(primary), primary.port)
         )
     return drafts
 
@@ -110,7 +106,7 @@ def _process(
     if process.type.is_long_running:
         name = naming.deployment(service.name, number, process.name, process.primary)
         selector = naming.with_process(_selector(labels), process.name)
-        values = _meta(
+        values = meta(
             name,
             namespace,
             object_labels,
@@ -123,7 +119,7 @@ def _process(
         return Draft("Deployment", name, "deployment.j2", values)
     if process.type is ProcessType.CRON:
         name = naming.cronjob(service.name, number, process.name)
-        values = _meta(
+        values = meta(
             name,
             namespace,
             object_labels,
@@ -134,16 +130,16 @@ def _process(
         )
         return Draft("CronJob", name, "cronjob.j2", values)
     name = naming.job(service.name, number, process.name)
-    values = _meta(
+    values = meta(
         name, namespace, object_labels, backoff_limit=None, deadline_seconds=None, pod=pod
     )
     return Draft("Job", name, "job.j2", values)
 
 
-def _service(
+def service_draft(
     name: str, namespace: str, labels: Labels, selector: Labels, port_name: str, port: int
 ) -> Draft:
-    values = _meta(name, namespace, labels, selector=selector, port_name=port_name, port=port)
+    values = meta(name, namespace, labels, selector=selector, port_name=port_name, port=port)
     return Draft("Service", name, "service.j2", values)
 
 
@@ -163,7 +159,7 @@ def service(spec: ReleaseSpec) -> list[Draft]:
                 "PersistentVolumeClaim",
                 name,
                 "pvc.j2",
-                _meta(name, namespace, labels, size=volume.size),
+                meta(name, namespace, labels, size=volume.size),
             )
         )
     primary = svc.primary_process
@@ -173,7 +169,9 @@ def service(spec: ReleaseSpec) -> list[Draft]:
         )
         selector = naming.with_process(_selector(release_labels), primary.name)
         drafts.append(
-            _service(svc.name, namespace, labels, selector, pods.port_name(primary), primary.port)
+            service_draft(
+                svc.name, namespace, labels, selector, pods.port_name(primary), primary.port
+            )
         )
     drafts += traffic.routes(svc, namespace, labels)
     return drafts
@@ -188,16 +186,16 @@ def environment(unit: EnvironmentUnit, secrets: SecretSource) -> list[Draft]:
             "Namespace",
             scope.namespace,
             "namespace.j2",
-            _meta(scope.namespace, None, (*labels, *admission)),
+            meta(scope.namespace, None, (*labels, *admission)),
         )
     ]
     if unit.secret_names:
         data = tuple((name, secrets.secret(name)) for name in unit.secret_names)
-        drafts.append(_secret(naming.SECRETS, scope.namespace, labels, data, secrets))
+        drafts.append(secret_draft(naming.SECRETS, scope.namespace, labels, data, secrets))
     return drafts
 
 
-def _secret(
+def secret_draft(
     name: str,
     namespace: str,
     labels: Labels,
@@ -205,78 +203,8 @@ def _secret(
     source: SecretSource | Sensitive | Placeholders,
 ) -> Draft:
     if isinstance(source, Placeholders):
-        values = _meta(name, namespace, labels, placeholders=True, data=data)
+        values = meta(name, namespace, labels, placeholders=True, data=data)
     else:
         encoded = tuple((k, base64.b64encode(v.encode()).decode("ascii")) for k, v in data)
-        values = _meta(name, namespace, labels, placeholders=False, data=encoded)
+        values = meta(name, namespace, labels, placeholders=False, data=encoded)
     return Draft("Secret", name, "secret.j2", values)
-
-
-def credentials(scope: Scope, database: str, password: Sensitive | Placeholders) -> dict[str, str]:
-    """The keys a database exports; PGUSER and PGDATABASE are the database's slug."""
-    host = naming.host(database, scope.namespace)
-    if isinstance(password, Placeholders):
-        secret = shown = password.password()
-    else:
-        secret, shown = password.value, url_quote(password.value, safe="")
-    return {
-        "DATABASE_URL": f"postgresql://{database}:{shown}@{host}:{DATABASE_PORT}/{database}",
-        "PGHOST": host,
-        "PGPORT": str(DATABASE_PORT),
-        "PGUSER": database,
-        "PGPASSWORD": secret,
-        "PGDATABASE": database,
-    }
-
-
-def database(unit: DatabaseUnit, password: Sensitive | Placeholders) -> list[Draft]:
-    """Credentials Secret, Service and StatefulSet of one Postgres database."""
-    scope, spec = unit.scope, unit.spec
-    namespace = scope.namespace
-    labels = naming.unit_labels(scope.project, scope.environment, spec.name)
-    selector = naming.with_process(((naming.SERVICE, spec.name),), "postgres")
-    secret_name = naming.credentials(spec.name)
-    keys = credentials(scope, spec.name, password)
-    secret = _secret(secret_name, namespace, labels, tuple(keys.items()), password)
-    service = _service(spec.name, namespace, labels, selector, "postgres", DATABASE_PORT)
-
-    def from_secret(env: str, key: str) -> variables.EnvEntry:
-        return variables.EnvEntry(env, ref=variables.SecretRef(secret_name, key))
-
-    container = pods.Container(
-        name="postgres",
-        image=f"postgres:{spec.version}",
-        command=None,
-        cpu=spec.instance_size.cpu,
-        memory=spec.instance_size.memory,
-        ports=(pods.Port("postgres", DATABASE_PORT),),
-        env=(
-            from_secret("POSTGRES_USER", "PGUSER"),
-            from_secret("POSTGRES_PASSWORD", "PGPASSWORD"),
-            from_secret("POSTGRES_DB", "PGDATABASE"),
-            variables.EnvEntry("PGDATA", value=f"{POSTGRES_DATA}/pgdata"),
-        ),
-        probe=pods.Probe(
-            "exec",
-            command=("pg_isready", "-h", "127.0.0.1", "-U", spec.name, "-d", spec.name),
-        ),
-        mounts=(pods.Mount("data", POSTGRES_DATA),),
-        drop_all=spec.platform.pod_security is PodSecurity.RESTRICTED,
-    )
-    pod = pods.Pod(
-        naming.with_process(labels, "postgres"),
-        (container,),
-        settings=pods.database_settings(spec.platform, POSTGRES_USER),
-    )
-    values = _meta(
-        spec.name,
-        namespace,
-        labels,
-        service_name=spec.name,
-        selector=selector,
-        pod=pod,
-        claim_name="data",
-        volume_size=spec.volume_size,
-    )
-    statefulset = Draft("StatefulSet", spec.name, "statefulset.j2", values)
-    return [secret, service, statefulset]

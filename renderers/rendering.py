@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 
 from reconciler.model import graph
 from reconciler.model.specs import EnvironmentConfig, ManifestsSpec
-from renderers import objects, raw, releases
+from renderers import databases, objects, raw, releases
 from renderers.caching import ContentCache
 from renderers.capabilities import RECENT, Capabilities
 from renderers.manifests import Manifests, render_all
@@ -46,7 +46,7 @@ class Renderer:
     def database(self, unit: DatabaseUnit, password: PasswordSource) -> Manifests:
         return self._cached(
             ("database", unit, password),
-            lambda: render_all(objects.database(unit, password)),
+            lambda: render_all(databases.database(unit, password)),
         )
 
     def _cached(self, key: Hashable, compute: Callable[[], Manifests]) -> Manifests:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from reconciler.errors import ConfigurationError
 from reconciler.model.references import Literal, Reference, RefKind
-from reconciler.model.specs import DATABASE_CREDENTIAL_KEYS, DATABASE_PORT
+from reconciler.model.specs import DATABASE_CREDENTIAL_KEYS, DATABASE_PORT, REDIS_PORT
 from renderers import naming, quoting
 from renderers.releases import ReleaseSpec
 
@@ -109,10 +109,12 @@ def _part(
     # After resolution, a remaining variable reference is a database export.
     if segment.key in DATABASE_CREDENTIAL_KEYS:
         return SecretRef(naming.credentials(segment.target), segment.key)
-    if segment.key == "PGHOST":
+    if segment.key in ("PGHOST", "REDIS_HOST"):
         return naming.host(segment.target, namespace)
     if segment.key == "PGPORT":
         return str(DATABASE_PORT)
+    if segment.key == "REDIS_PORT":
+        return str(REDIS_PORT)
     if segment.key == "PGDATABASE":
         return segment.target
     raise _unresolved(release, key, segment)

@@ -61,7 +61,7 @@ def flatten(unit: Unit) -> dict[str, Value]:
     """Every field of a unit as ``dotted.path -> value``: what lines are made of."""
     if isinstance(unit, DatabaseSpec):
         return {
-            "engine": unit.engine,
+            "engine": unit.engine.value,
             "version": unit.version,
             "instance_size": unit.instance_size.value,
             "volume_size": unit.volume_size,

@@ -7,6 +7,7 @@ from typing import Any
 from reconciler.model.specs import (
     DEFAULT_SHUTDOWN_GRACE_SECONDS,
     Autoscale,
+    DatabaseEngine,
     DatabaseSpec,
     InstanceSize,
     ManifestsSpec,
@@ -28,7 +29,7 @@ def unit_to_dict(unit: Unit) -> dict[str, Any]:
         return {
             "kind": "database",
             "name": unit.name,
-            "engine": unit.engine,
+            "engine": unit.engine.value,
             "version": unit.version,
             "instance_size": unit.instance_size.value,
             "volume_size": unit.volume_size,
@@ -150,7 +151,7 @@ def unit_from_dict(data: dict[str, Any]) -> Unit:
     if data["kind"] == "database":
         return DatabaseSpec(
             name=data["name"],
-            engine=data["engine"],
+            engine=DatabaseEngine(data["engine"]),
             version=data["version"],
             instance_size=InstanceSize(data["instance_size"]),
             volume_size=data["volume_size"],

@@ -9,7 +9,7 @@ from reconciler.model import graph, references, resolving
 from reconciler.model.positions import Path
 from reconciler.model.problems import Code, Problems
 from reconciler.model.reading import Locate
-from reconciler.model.specs import DATABASE_KEYS, DatabaseSpec, EnvironmentConfig, ServiceSpec
+from reconciler.model.specs import DatabaseSpec, EnvironmentConfig, ServiceSpec
 
 
 def check_environment(
@@ -117,12 +117,12 @@ def _check_reference(
         )
         return
     if isinstance(target, DatabaseSpec):
-        if ref.key not in DATABASE_KEYS:
+        if ref.key not in target.engine.keys:
             problems.add(
                 where,
                 Code.UNKNOWN_REFERENCE,
                 f"{ref}: database '{target.name}' exports no '{ref.key}'",
-                f"a database exports: {', '.join(DATABASE_KEYS)}",
+                f"a {target.engine} database exports: {', '.join(target.engine.keys)}",
             )
     elif ref.key not in target.variable_map:
         problems.add(

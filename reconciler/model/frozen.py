@@ -18,7 +18,6 @@ from reconciler.model import codec, graph, references, resolving
 from reconciler.model.references import Literal, Reference, RefKind, Segment
 from reconciler.model.resolving import Resolved
 from reconciler.model.specs import (
-    DATABASE_PORT,
     DatabaseSpec,
     EnvironmentConfig,
     ManifestsSpec,
@@ -121,8 +120,8 @@ def host_ports(config: EnvironmentConfig, variables: Resolved) -> Ports:
     }
     ports: list[tuple[str, int | None]] = []
     for name in sorted(targets):
-        if config.database(name) is not None:
-            ports.append((name, DATABASE_PORT))
+        if (database := config.database(name)) is not None:
+            ports.append((name, database.port))
         elif (target := config.service(name)) is not None:
             ports.append((name, target.stable_port))
     return tuple(ports)

@@ -56,9 +56,34 @@ DEFAULT_SHUTDOWN_GRACE_SECONDS = 30
 DEFAULT_RELEASE_COMMAND_TIMEOUT = 600
 DEFAULT_STABILIZATION_SECONDS = 10
 DATABASE_PORT = 5432
-# What ``${{ db.KEY }}`` may name; the credentials among them render as secretKeyRef only.
-DATABASE_KEYS = ("DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGDATABASE")
-DATABASE_CREDENTIAL_KEYS = frozenset({"DATABASE_URL", "PGUSER", "PGPASSWORD"})
+REDIS_PORT = 6379
+
+
+class DatabaseEngine(StrEnum):
+    POSTGRES = "postgres"
+    REDIS = "redis"
+
+    @property
+    def port(self) -> int:
+        return REDIS_PORT if self is DatabaseEngine.REDIS else DATABASE_PORT
+
+    @property
+    def default_version(self) -> str:
+        return "7" if self is DatabaseEngine.REDIS else "16"
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """What ``${{ db.KEY }}`` may name for a database of this engine."""
+        return REDIS_KEYS if self is DatabaseEngine.REDIS else POSTGRES_KEYS
+
+
+POSTGRES_KEYS = ("DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGDATABASE")
+REDIS_KEYS = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_PASSWORD")
+DATABASE_KEYS = POSTGRES_KEYS  # (a postgres database's: what 1.1 files name)
+# The credentials among the exports: they render as secretKeyRef only, never as a value.
+DATABASE_CREDENTIAL_KEYS = frozenset(
+    {"DATABASE_URL", "PGUSER", "PGPASSWORD", "REDIS_URL", "REDIS_PASSWORD"}
+)
 
 
 @dataclass(frozen=True)
@@ -232,12 +257,16 @@ class ServiceSpec:
 @dataclass(frozen=True)
 class DatabaseSpec:
     name: str
-    engine: str = "postgres"
+    engine: DatabaseEngine = DatabaseEngine.POSTGRES
     version: str = "16"
     instance_size: InstanceSize = DEFAULT_INSTANCE_SIZE
     volume_size: str = "10Gi"
     automatic_failover: bool = False
     platform: Platform = Platform()
+
+    @property
+    def port(self) -> int:
+        return self.engine.port
 
 
 @dataclass(frozen=True)

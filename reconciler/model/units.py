@@ -21,6 +21,7 @@ from reconciler.model.specs import (
     DEFAULT_PLATFORM,
     DEFAULT_RELEASE_COMMAND_TIMEOUT,
     DEFAULT_STABILIZATION_SECONDS,
+    DatabaseEngine,
     DatabaseSpec,
     InstanceSize,
     Platform,
@@ -46,7 +47,7 @@ PROCESS_KEYS = (
 VOLUME_KEYS = ("mount", "size", "accept_downtime")
 DEPLOY_KEYS = ("depends_on",)
 DATABASE_TABLE_KEYS = (*DATABASE_OVERRIDE_KEYS, "environments")
-ENGINES = ("postgres",)
+ENGINES = tuple(e.value for e in DatabaseEngine)
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_NAME = rf"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*"
@@ -337,17 +338,34 @@ def read_database(
 ) -> DatabaseSpec:
     table_merged, locate = merged(problems, "databases", name, table, env, DATABASE_OVERRIDE_KEYS)
     reader = Reader(problems, table_merged, ("databases", name), DATABASE_TABLE_KEYS, locate=locate)
-    version = reader.string("version", "16", example='"16"') or "16"
+    engine = DatabaseEngine(
+        reader.choice("engine", ENGINES, DatabaseEngine.POSTGRES, Code.INVALID_VALUE)
+        or DatabaseEngine.POSTGRES
+    )
+    version = reader.string(
+        "version", engine.default_version, example=f'"{engine.default_version}"'
+    )
+    version = version or engine.default_version
     if not re.fullmatch(r"\d+(\.\d+)?", version):
+        label = "Redis" if engine is DatabaseEngine.REDIS else "PostgreSQL"
         reader.error(
             "version",
             Code.INVALID_VALUE,
-            f"version '{version}' is not a PostgreSQL version",
-            'e.g. version = "16"',
+            f"version '{version}' is not a {label} version",
+            f'e.g. version = "{engine.default_version}"',
         )
+    failover = reader.boolean("automatic_failover", False)
+    if engine is DatabaseEngine.REDIS and reader.has("automatic_failover"):
+        reader.error(
+            "automatic_failover",
+            Code.INVALID_VALUE,
+            "automatic_failover applies to postgres databases only, not redis",
+            "remove automatic_failover (a redis database runs one replica)",
+        )
+        failover = False
     return DatabaseSpec(
         name=name,
-        engine=reader.choice("engine", ENGINES, "postgres", Code.INVALID_VALUE) or "postgres",
+        engine=engine,
         version=version,
         instance_size=InstanceSize(
             reader.choice(
@@ -359,6 +377,6 @@ def read_database(
             or "small"
         ),
         volume_size=reader.size("volume_size", "10Gi") or "10Gi",
-        automatic_failover=reader.boolean("automatic_failover", False),
+        automatic_failover=failover,
         platform=platform,
     )
