@@ -113,10 +113,12 @@ def _container(spec: DatabaseSpec, engine: _Engine, secret_name: str) -> pods.Co
     )
     if spec.engine is DatabaseEngine.REDIS:
         # The password reaches redis-server through the environment (Kubernetes expands
-        # $(VAR) in a command), never in the manifest; every write goes to the AOF.
+        # $(VAR) in a command), never in the manifest; every write goes to the AOF. The image's
+        # entrypoint stays first: started as root (baseline), it drops to the redis user.
         return replace(
             base,
             command=(
+                "docker-entrypoint.sh",
                 "redis-server",
                 "--appendonly",
                 "yes",

@@ -82,7 +82,15 @@ def _keepers(
     selector = naming.with_process(_selector(labels), process.name)
     namespace = spec.scope.namespace
     found = (
-        scaling.budget(process, name, namespace, own, selector, capabilities),
+        scaling.budget(
+            process,
+            name,
+            namespace,
+            own,
+            selector,
+            capabilities,
+            hardened=spec.service.platform.hardened,
+        ),
         scaling.autoscaler(process, name, namespace, own, capabilities),
     )
     return [draft for draft in found if draft is not None]

@@ -72,6 +72,7 @@ class Settings:
     who it runs as, where it is scheduled, what it pulls with. The defaults are what every
     pod gets: no service-account token, seccomp RuntimeDefault, no privilege escalation."""
 
+    hardened: bool = True  # False: a release frozen before 1.2, rendered as it was then
     restricted: bool = False  # runAsNonRoot and capabilities drop ALL
     run_as: int | None = None  # a database image's non-root user (and its group, fsGroup)
     service_account: str | None = None
@@ -100,6 +101,7 @@ class Pod:
 def settings(service: ServiceSpec) -> Settings:
     placement = service.kubernetes
     return Settings(
+        hardened=service.platform.hardened,
         restricted=service.platform.pod_security is PodSecurity.RESTRICTED,
         service_account=placement.service_account,
         annotations=placement.annotations,
@@ -114,6 +116,7 @@ def database_settings(platform: Platform, user: int) -> Settings:
     """A database runs as its image's own non-root user where the profile asks for it."""
     restricted = platform.pod_security is PodSecurity.RESTRICTED
     return Settings(
+        hardened=platform.hardened,
         restricted=restricted,
         run_as=user if restricted else None,
         image_pull_secrets=platform.image_pull_secrets,

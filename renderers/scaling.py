@@ -20,8 +20,11 @@ def budget(
     labels: Labels,
     selector: Labels,
     capabilities: Capabilities,
+    *,
+    hardened: bool = True,
 ) -> Draft | None:
-    if process.least_replicas < 2:
+    """None for one replica, and for a release frozen before 1.2 (it had no budget)."""
+    if process.least_replicas < 2 or not hardened:
         return None
     values = {
         "name": name,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import unicodedata
 from pathlib import Path
 
 from reconciler.cli import common, output
@@ -12,6 +14,7 @@ from reconciler.model import rawmanifests, validation
 from reconciler.model.problems import Problem, Severity
 from reconciler.model.specs import ProjectFile
 from reconciler.numbers import format_size
+from renderers import naming
 
 
 def read_source(path: str, args: argparse.Namespace) -> str:
@@ -67,13 +70,19 @@ def _local_files(root: Path, wanted: str) -> dict[str, str]:
     """What a raw manifests path names under ``root``: the file, or the YAML files under the
     folder (links and unreadable files are left out: the poll reads none either)."""
     target = root / wanted
+    inside = root.resolve()
+    if not target.resolve().is_relative_to(inside):
+        return {}  # through a link out of the repository: the poll reads none either
     if target.is_file() and not target.is_symlink():
         candidates = [target]
     elif target.is_dir():
         candidates = sorted(
             p
             for p in target.rglob("*")
-            if p.is_file() and not p.is_symlink() and p.suffix in rawmanifests.SUFFIXES
+            if p.is_file()
+            and not p.is_symlink()
+            and p.suffix in rawmanifests.SUFFIXES
+            and p.resolve().is_relative_to(inside)
         )
     else:
         return {}
@@ -88,6 +97,15 @@ def _local_files(root: Path, wanted: str) -> dict[str, str]:
     return out
 
 
+def slugify(text: str) -> str:
+    """``"My Shop!"`` -> ``my-shop``: a project slug from a display or directory name."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    if not slug or not slug[0].isalpha():
+        slug = f"p-{slug}".rstrip("-")
+    return slug[:40].rstrip("-")
+
+
 def fail(message: str, hint: str | None = None) -> int:
     output.error(message, hint)
     return output.EXIT_REFUSED
@@ -95,7 +113,10 @@ def fail(message: str, hint: str | None = None) -> int:
 
 def validate(args: argparse.Namespace) -> int:
     text = read_source(args.path, args)
-    project, problems = check(text, args.path)
+    project, problems = validation.check(text, args.path)
+    if project is not None:
+        slug = slugify(project.name or Path(args.path).resolve().parent.name)
+        project, problems = check(text, args.path, lambda env: naming.namespace(slug, env))
     errors = [p for p in problems if p.severity is Severity.ERROR]
     if args.json:
         output.print_json(

@@ -8,26 +8,16 @@ Kubernetes schemas of the chosen version before anything is printed.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-import unicodedata
 from pathlib import Path
 
 from reconciler.cli import files, output
+from reconciler.cli.files import slugify
 from reconciler.model import validation
 from reconciler.model.problems import Severity
 from renderers import capabilities, manifests, naming, raw, schemas
 from renderers.rendering import Renderer
 from renderers.secrets import PLACEHOLDERS
-
-
-def slugify(text: str) -> str:
-    """``"My Shop!"`` -> ``my-shop``: a project slug from a display or directory name."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
-    if not slug or not slug[0].isalpha():
-        slug = f"p-{slug}".rstrip("-")
-    return slug[:40].rstrip("-")
 
 
 def render(args: argparse.Namespace) -> int:

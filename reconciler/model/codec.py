@@ -6,6 +6,7 @@ from typing import Any
 
 from reconciler.model.specs import (
     DEFAULT_SHUTDOWN_GRACE_SECONDS,
+    LEGACY_PLATFORM,
     Autoscale,
     DatabaseEngine,
     DatabaseSpec,
@@ -109,8 +110,10 @@ def _platform_to_dict(platform: Platform) -> dict[str, Any]:
 
 
 def _platform_from_dict(data: dict[str, Any] | None) -> Platform:
+    """A release frozen before 1.2 has no platform: it renders as it did then (no pod
+    hardening, no budget), so upgrading Nebula is no drift and no restart of what runs."""
     if not data:
-        return Platform()
+        return LEGACY_PLATFORM
     return Platform(
         pod_security=PodSecurity(data["pod_security"]),
         image_pull_secrets=tuple(data["image_pull_secrets"]),
@@ -147,7 +150,11 @@ def _placement_from_dict(data: dict[str, Any] | None) -> Placement:
 
 def unit_from_dict(data: dict[str, Any]) -> Unit:
     if data["kind"] == "manifests":
-        return ManifestsSpec(tuple(RawDocument(**d) for d in data["documents"]), name=data["name"])
+        return ManifestsSpec(
+            tuple(RawDocument(**d) for d in data["documents"]),
+            name=data["name"],
+            platform=_platform_from_dict(data.get("platform")),
+        )
     if data["kind"] == "database":
         return DatabaseSpec(
             name=data["name"],

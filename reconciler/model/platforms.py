@@ -96,7 +96,8 @@ def _object_name(reader: Reader, key: str, example: str) -> str | None:
 
 
 def check_domain(reader: Reader, index: int, domain: str) -> bool:
-    if DOMAIN.match(domain) and len(domain) <= 253:
+    # A host name, not an address: the last label is not all digits (10.0.0.1 is refused).
+    if DOMAIN.match(domain) and len(domain) <= 253 and not domain.rsplit(".", 1)[-1].isdigit():
         return True
     reader.error(
         "domains",

@@ -76,7 +76,7 @@ def read_process(reader: Reader, ptype: ProcessType) -> ProcessPods:
 
 def _quantity(reader: Reader, key: str, pattern: re.Pattern[str], example: str) -> str | None:
     value = reader.string(key, None, example=example)
-    if value is not None and not pattern.match(value):
+    if value is not None and (not pattern.match(value) or not value.strip("0.m")):
         reader.error(
             key,
             Code.INVALID_VALUE,

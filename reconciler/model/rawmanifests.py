@@ -141,11 +141,24 @@ def read(
     return ManifestsSpec(tuple(documents), MANIFESTS)
 
 
+class _NoAliases(yaml.SafeLoader):
+    """A safe loader that refuses aliases: ``*a`` repeated in nested lists expands a few
+    hundred bytes into gigabytes once the document is serialized (a "billion laughs")."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in raw manifests", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
 def _documents(
     problems: Problems, where: Path, source: str, text: str, namespace: str | None
 ) -> list[RawDocument]:
     try:
-        loaded = [d for d in yaml.safe_load_all(text) if d is not None]
+        loaded = [d for d in yaml.load_all(text, Loader=_NoAliases) if d is not None]
     except yaml.YAMLError as exc:
         problems.add(
             where,
@@ -188,6 +201,11 @@ def _refusal(body: Any, namespace: str | None) -> tuple[str, str] | None:
     if not isinstance(name, str) or not name:
         return f"{kind} has no metadata.name", "name the object"
     ref = f"{kind}/{name}"
+    if kind == "List" or kind.endswith("List"):
+        return (
+            f"{ref}: {kind} holds other objects",
+            "write each object as a document of its own (separated by ---)",
+        )
     if kind in NEBULA_KINDS:
         return (
             f"{ref}: {kind} is a kind Nebula renders for its own units",

@@ -150,6 +150,9 @@ class Platform:
     gateway: str | None = None  # "namespace/name"
     ingress_class: str | None = None
     tls_issuer: str | None = None
+    # False only for releases frozen before 1.2: rendered as they were then (no security
+    # context, no disruption budget), so an upgrade shows no drift and restarts nothing.
+    hardened: bool = True
 
     @property
     def routed(self) -> bool:
@@ -162,6 +165,7 @@ class Platform:
 
 
 DEFAULT_PLATFORM = Platform()
+LEGACY_PLATFORM = Platform(hardened=False)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@ environment already routes there is not applied (behaviour.md "Public traffic (1
 
 Checked when a change set is applied, not when a file is validated: whether a domain is taken
 depends on what other projects run now, which no single file knows. "Routes" means the active
-releases' routes; environments on other clusters may route the same name (a staging cluster
-may mirror production's domains).
+releases' routes and those of releases being deployed; environments on other clusters may
+route the same name (a staging cluster may mirror production's domains). Applying runs in one
+transaction per change set, so two applies at once could still both pass on PostgreSQL with
+several replicas: a narrow window, noted.
 """
 
 from __future__ import annotations
@@ -40,11 +42,25 @@ def claimed(session: Session, env: schema.Environment, config: EnvironmentConfig
         )
         .order_by(schema.Unit.id)
     )
-    for unit in units:
-        other = unit.environment
-        if _cluster(other) != cluster or unit.active_release is None:
+    # What runs, and what is on its way (a deployment not finished: applied, or awaiting
+    # its approval), so that two change sets applied one after the other cannot both route it.
+    pending = session.execute(
+        select(schema.Deployment.environment_id, schema.Release)
+        .join(schema.Release, schema.Release.id == schema.Deployment.release_id)
+        .where(
+            schema.Deployment.environment_id != env.id,
+            schema.Deployment.finished_at.is_(None),
+        )
+        .order_by(schema.Deployment.id)
+    ).all()
+    candidates: list[tuple[schema.Environment | None, schema.Release]] = [
+        (u.environment, u.active_release) for u in units if u.active_release
+    ]
+    candidates += [(session.get(schema.Environment, e), r) for e, r in pending]
+    for other, release in candidates:
+        if other is None or _cluster(other) != cluster:
             continue
-        spec = FrozenRelease.from_storage(unit.active_release.config).unit
+        spec = FrozenRelease.from_storage(release.config).unit
         if not isinstance(spec, ServiceSpec) or not spec.platform.routed:
             continue
         taken = sorted(wanted & {d for p in spec.processes for d in p.domains})

@@ -93,6 +93,21 @@ def checked(objects: ReleaseObjects) -> tuple[Manifest, ...]:
     )
 
 
+# A service's routes: kept across its releases, so a release that no longer has one (its
+# domains removed, or a rollback to before them) deletes it when admitted.
+ROUTE_KINDS = (("gateway.networking.k8s.io", "HTTPRoute"), ("networking.k8s.io", "Ingress"))
+
+
+def routes_kept(objects: ReleaseObjects) -> set[str]:
+    """``Kind/name`` of the routes release ``objects`` has."""
+    kinds = {kind for _, kind in ROUTE_KINDS}
+    return {
+        f"{m.get('kind')}/{(m.get('metadata') or {}).get('name')}"
+        for m in objects.shared
+        if m.get("kind") in kinds
+    }
+
+
 def healed(manifest: Manifest) -> Manifest:
     """What self-heal applies again: the manifest, less the replica count of a workload an
     autoscaler owns (putting it back to the minimum would scale a loaded service down)."""
@@ -117,16 +132,16 @@ def inherited(manifest: Manifest, running: Mapping[str, int]) -> Manifest:
 
 
 def replicas_by_process(workloads: Iterable[Manifest]) -> dict[str, int]:
-    """The replica count of each process's Deployment among ``workloads``."""
-    out = {}
+    """The replica count of each process's Deployments among ``workloads`` (the most)."""
+    out: dict[str, int] = {}
     for workload in workloads:
         if workload.get("kind") != "Deployment":
             continue
         labels = (workload.get("metadata") or {}).get("labels") or {}
         if naming.PROCESS in labels:
-            out[str(labels[naming.PROCESS])] = int(
-                (workload.get("spec") or {}).get("replicas") or 0
-            )
+            process = str(labels[naming.PROCESS])
+            count = int((workload.get("spec") or {}).get("replicas") or 0)
+            out[process] = max(count, out.get(process, 0))
     return out
 
 

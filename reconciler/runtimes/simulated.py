@@ -17,6 +17,7 @@ from reconciler.core import drifts
 from reconciler.core.states import Blocker
 from reconciler.errors import TransientError
 from reconciler.runtimes.cluster import (
+    ROUTE_KINDS,
     JobPhase,
     JobStatus,
     Live,
@@ -29,11 +30,13 @@ from reconciler.runtimes.cluster import (
     checked,
     healed,
     inherited,
+    routes_kept,
 )
 from reconciler.runtimes.simulatedapi import SimulatedApi, address
 from reconciler.runtimes.simulatedwrites import Found
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
+from renderers import naming
 from renderers.capabilities import RECENT, Capabilities
 
 
@@ -70,6 +73,14 @@ class SimulatedCluster(SimulatedApi):
         with self._call() as call:
             self._reachable(call.conn)
             self._apply_all(call, objects.namespace, objects.shared)
+            if not objects.is_database:
+                self._delete_where(
+                    call,
+                    objects.namespace,
+                    {naming.SERVICE: objects.unit},
+                    kinds={kind for _, kind in ROUTE_KINDS},
+                    keep=routes_kept(objects),
+                )
 
     def start_release_job(self, objects: ReleaseObjects) -> None:
         if objects.release_job is None:

@@ -17,7 +17,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -332,26 +332,28 @@ class SimulatedApi:
             call.writes.put(address(manifest, namespace), manifest, now)
 
     def _running(self, call: _Call, objects: ReleaseObjects) -> dict[str, int]:
-        """Each process's replicas in the release the stable Service selects now."""
-        service = self._get(call.conn, objects.namespace, "Service", objects.unit)
-        if service is None:
-            return {}
-        active = (service.body.get("spec") or {}).get("selector", {}).get(naming.RELEASE)
-        if active is None or active == objects.release:
-            return {}
+        """Each process's replicas in the unit's other releases (the most of them)."""
         rows = call.conn.execute(sql.IN_NAMESPACE, {"ns": objects.namespace}).all()
-        wanted = {naming.SERVICE: objects.unit, naming.RELEASE: active}
-        return replicas_by_process(
-            row.body
-            for row in rows
-            if row.kind == "Deployment"
-            and all(
-                (row.body.get("metadata", {}).get("labels") or {}).get(k) == v
-                for k, v in wanted.items()
-            )
-        )
+        found = []
+        for row in rows:
+            labels = row.body.get("metadata", {}).get("labels") or {}
+            if (
+                row.kind == "Deployment"
+                and labels.get(naming.SERVICE) == objects.unit
+                and labels.get(naming.RELEASE) != objects.release
+            ):
+                found.append(row.body)
+        return replicas_by_process(found)
 
-    def _delete_where(self, call: _Call, namespace: str, labels: dict[str, str]) -> list[str]:
+    def _delete_where(
+        self,
+        call: _Call,
+        namespace: str,
+        labels: dict[str, str],
+        *,
+        kinds: Collection[str] = (),
+        keep: Collection[str] = (),
+    ) -> list[str]:
         """Delete the namespace's objects with ``labels``, read in the query that checks the
         API is reachable; their ``Kind/name``."""
         read = call.conn.execute(sql.IN_NAMESPACE, {"ns": namespace}).all()
@@ -368,6 +370,8 @@ class SimulatedApi:
                 (row.body.get("metadata", {}).get("labels", {}) or {}).get(k) == v
                 for k, v in labels.items()
             )
+            and (not kinds or row.kind in kinds)
+            and f"{row.kind}/{row.name}" not in keep
         ]
         for row in doomed:
             call.writes.delete((namespace, row.kind, row.name))

@@ -6,7 +6,7 @@ on the same cluster refuses the change set that wants it."""
 from __future__ import annotations
 
 from fixtures import loading
-from tests.engine.livestate import later
+from tests.engine.livestate import later, live_object
 from tests.plugins.git import GitRepoFactory
 from tests.plugins.nebula import Nebula
 
@@ -105,3 +105,45 @@ def test_a_route_changed_behind_nebula_s_back_is_drift(
     assert [(d["object"], d["path"]) for d in unit["drift"]] == [
         ("HTTPRoute/hello-web", "spec.hostnames")
     ]
+
+
+def test_domains_removed_take_the_route_away_and_a_rollback_brings_it_back(
+    nebula: Nebula, git_repos: GitRepoFactory
+) -> None:
+    repo = git_repos.local("shop")
+    repo.commit({"nebula.toml": ROUTED})
+    nebula.ok(f"project add shop --repo {repo.url}")
+    nebula.ok("reconcile --until-idle --timeout 1m")
+    assert live_object(nebula, "shop-staging", "HTTPRoute", "hello-web") is not None
+
+    repo.commit({"nebula.toml": ROUTED.replace('\ndomains = ["hello.example.com"]', "")})
+    nebula.ok("reconcile --until-idle --timeout 1m")
+
+    assert nebula.unit("staging", "hello")["active_release"] == "r-2"
+    assert live_object(nebula, "shop-staging", "HTTPRoute", "hello-web") is None
+    assert nebula.unit("staging", "hello")["urls"] == []
+
+    nebula.ok("rollback shop hello --env staging")
+    nebula.ok("reconcile --until-idle --timeout 1m")
+    assert live_object(nebula, "shop-staging", "HTTPRoute", "hello-web") is not None
+
+
+def test_two_projects_claiming_one_domain_in_one_pass_do_not_both_route_it(
+    nebula: Nebula, git_repos: GitRepoFactory
+) -> None:
+    for slug in ("billing", "shop"):
+        repo = git_repos.local(slug)
+        repo.commit({"nebula.toml": ROUTED})
+        nebula.ok(f"project add {slug} --repo {repo.url}")
+    nebula.ok("reconcile --until-idle --timeout 1m")
+
+    routed = [
+        slug
+        for slug in ("billing", "shop")
+        for env in nebula.status(slug)["environments"]
+        for unit in env["services"]
+        if unit["urls"]
+    ]
+    assert routed == ["billing"]
+    [changeset] = nebula.changesets("shop")
+    assert changeset["note"] == "hello.example.com is already routed by billing/staging."

@@ -112,6 +112,16 @@ BAD = [
         ("9:12", "domains[0] 'Shop.Example.com' is not a valid lower-case DNS name"),
     ),
     (
+        "an IP address for a domain",
+        _file(environment='gateway = "infra/public"', process='domains = ["10.0.0.1"]'),
+        ("9:12", "domains[0] '10.0.0.1' is not a valid lower-case DNS name"),
+    ),
+    (
+        "no cpu at all",
+        _file(process='cpu = "0"'),
+        ("9:7", "services.api.processes.web.cpu is '0', which is not a cpu quantity"),
+    ),
+    (
         "the same domain twice",
         _file(
             environment='gateway = "infra/public"',

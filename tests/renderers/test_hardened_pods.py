@@ -5,6 +5,7 @@ object against the Kubernetes (and Gateway API) schemas."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,10 +14,11 @@ import tomlkit
 from fixtures import loading
 from reconciler.core import drifts
 from reconciler.errors import ManifestError
-from reconciler.model import validation
+from reconciler.model import codec, validation
 from renderers import capabilities, schemas
 from renderers.capabilities import Capabilities
 from renderers.manifests import Manifest, Manifests
+from renderers.rendering import Renderer
 from tests.renderers import podsecurity, samples
 from tests.renderers.samples import container, find
 
@@ -325,3 +327,23 @@ def test_an_autoscaled_replica_count_is_not_drift() -> None:
     plain = find(_platform(), "Deployment", "api-r1-worker").body
     scaled = {**plain, "spec": {**plain["spec"], "replicas": 7}}
     assert [d.path for d in drifts.compare(plain, scaled)] == ["spec.replicas"]
+
+
+def test_a_release_frozen_before_1_2_renders_as_it_did_so_an_upgrade_is_no_drift() -> None:
+    """Its stored spec has no platform: no security context, no token setting, no budget,
+    so the objects 1.1 applied compare equal and self-heal restarts nothing."""
+    spec = samples.release()
+    stored = codec.unit_to_dict(spec.service)
+    del stored["platform"]
+    legacy = replace(spec, service=codec.unit_from_dict(stored))  # type: ignore[arg-type]
+    rendered = Renderer(capabilities.RECENT).release(legacy)
+
+    assert not [m for m in rendered if m.kind == "PodDisruptionBudget"]
+    web = find(rendered, "Deployment", "api-r1").body
+    pod = web["spec"]["template"]["spec"]
+    assert not {"securityContext", "automountServiceAccountToken"} & set(pod)
+    assert "securityContext" not in pod["containers"][0]
+    current = find(Renderer(capabilities.RECENT).release(spec), "Deployment", "api-r1").body
+    assert drifts.compare(web, web) == ()
+    # (What the same release renders to now would be drift against what 1.1 applied.)
+    assert "spec.template.spec.securityContext" in {d.path for d in drifts.compare(current, web)}

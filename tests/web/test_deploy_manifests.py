@@ -118,11 +118,15 @@ def test_rbac_grants_the_kinds_nebula_applies_and_nothing_wider() -> None:
     applied = {
         ("", "namespaces"), ("", "services"), ("", "configmaps"), ("", "secrets"),
         ("", "persistentvolumeclaims"), ("apps", "deployments"), ("apps", "statefulsets"),
-        ("batch", "jobs"), ("batch", "cronjobs"),
+        ("batch", "jobs"), ("batch", "cronjobs"), ("policy", "poddisruptionbudgets"),
+        ("autoscaling", "horizontalpodautoscalers"), ("networking.k8s.io", "ingresses"),
+        ("gateway.networking.k8s.io", "httproutes"),
     }  # fmt: skip
 
     for kind in applied:
-        assert {"get", "patch"} <= granted[kind], kind
+        assert {"get", "list", "patch"} <= granted[kind], kind
+        # What drain and teardown delete (namespaces never are).
+        assert ("delete" in granted[kind]) is (kind != ("", "namespaces")), kind
     assert {"get", "list"} <= granted[("", "pods")]
     assert granted[("", "pods/log")] == {"get"}
     # The readiness check from outside the cluster goes through the API server's service
@@ -130,7 +134,7 @@ def test_rbac_grants_the_kinds_nebula_applies_and_nothing_wider() -> None:
     assert granted[("", "services/proxy")] == {"get"}
     assert not any("*" in verbs or "*" in key[1] or "*" in key[0] for key, verbs in granted.items())
     assert "delete" not in granted[("", "namespaces")]
-    assert all(g in ("", "apps", "batch") for g, _ in granted)
+    assert {g for g, _ in granted} == {g for g, _ in applied}
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "nebula", "namespace": "nebula"}

@@ -15,8 +15,10 @@ from typing import Any
 
 from reconciler.core.states import Blocker
 from reconciler.errors import PermanentError
+from reconciler.model.specs import MANIFESTS
 from reconciler.runtimes.kubernetes.discovery import Discovery, Resource
 from reconciler.runtimes.kubernetes.transport import APPLY_PATCH, JSON, Transport
+from renderers import naming
 
 FIELD_MANAGER = "nebula"
 
@@ -45,6 +47,15 @@ class Applier:
         definitive refusal (the stage's), unless the refusal names a better one.
         """
         resource, name, target = self.locate(manifest, namespace)
+        labels = (manifest.get("metadata") or {}).get("labels") or {}
+        if not resource.namespaced and labels.get(naming.SERVICE) == MANIFESTS:
+            # A raw manifest lives in its environment's namespace: a cluster-scoped object
+            # would be shared by every environment, and never pruned with them.
+            raise PermanentError(
+                f"{resource.kind}/{name} is cluster-scoped; raw manifests are applied into "
+                "the environment's namespace only (apply cluster-wide objects outside Nebula)",
+                code=Blocker.CONFIGURATION,
+            )
         body = dict(manifest)
         if resource.namespaced and target:
             body["metadata"] = {**manifest["metadata"], "namespace": target}

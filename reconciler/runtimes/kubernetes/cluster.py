@@ -29,6 +29,7 @@ from reconciler.core import drifts
 from reconciler.core.states import Blocker
 from reconciler.errors import NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import (
+    ROUTE_KINDS,
     JobPhase,
     JobStatus,
     Live,
@@ -42,6 +43,7 @@ from reconciler.runtimes.cluster import (
     healed,
     inherited,
     replicas_by_process,
+    routes_kept,
 )
 from reconciler.runtimes.kubernetes import activating, jobs, quotas, rollouts, selectors, streams
 from reconciler.runtimes.kubernetes.applying import Applier
@@ -128,6 +130,8 @@ class KubernetesCluster:
         for manifest in objects.shared:
             if manifest.get("kind") != "Namespace":
                 self._apply(manifest, objects.namespace, Blocker.CONFIGURATION)
+        if not objects.is_database:
+            self.remover.prune(objects.namespace, objects.unit, ROUTE_KINDS, routes_kept(objects))
         self._check_quota(objects)
 
     def _check_namespace(self, namespace: str, forbidden: PermanentError | None) -> None:
@@ -230,17 +234,18 @@ class KubernetesCluster:
             self._apply(inherited(manifest, running), objects.namespace, Blocker.CONFIGURATION)
 
     def _running(self, objects: ReleaseObjects) -> dict[str, int]:
-        """Each process's replicas in the release the stable Service selects now."""
-        active = self.selected_release(objects.namespace, objects.unit)
+        """Each process's replicas in the unit's other releases (the one serving, and one
+        still draining): the most of them. Found by label, so a worker without a port (no
+        stable Service to say which release serves) keeps its count too."""
         resource = self.discovery.preferred("apps", "Deployment")
-        if active is None or active == objects.release or resource is None:
+        if resource is None:
             return {}
         found = self.reader.list(
             "Deployment",
             objects.namespace,
             path=resource.collection(objects.namespace),
-            what=f"list the Deployments of {objects.unit} {active}",
-            label_selector=f"{naming.SERVICE}={objects.unit},{naming.RELEASE}={active}",
+            what=f"list the Deployments of {objects.unit}",
+            label_selector=f"{naming.SERVICE}={objects.unit},{naming.RELEASE}!={objects.release}",
         )
         return replicas_by_process(found)
 
