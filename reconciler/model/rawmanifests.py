@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from reconciler.model.positions import Path
-from reconciler.model.problems import Code, Problems
+from reconciler.model.problems import Code, Problems, dotted
 from reconciler.model.reading import Reader
 from reconciler.model.specs import MANIFESTS, ManifestsSpec, RawDocument
 
@@ -103,29 +103,30 @@ def wanted(files: Mapping[str, str], path: str) -> list[str]:
 
 def read(
     problems: Problems,
-    where: Path,
-    paths: tuple[str, ...],
+    paths: tuple[tuple[str, Path], ...],
     files: Mapping[str, str],
     namespace: str | None,
 ) -> ManifestsSpec:
-    """The documents of ``paths`` (each file once, in the order named); problems are reported
-    at the ``manifests`` key (``where``), naming the file, the document and its kind."""
+    """The documents of ``paths`` (each file once, in the order named). ``paths`` pairs each
+    path with where it is written (``kubernetes.manifests[0]`` or the environment's own);
+    problems are reported there, naming the file, the document and its kind."""
     documents: list[RawDocument] = []
     seen: dict[str, RawDocument] = {}
-    read_files: list[str] = []
-    for index, path in enumerate(paths):
+    read_files: dict[str, Path] = {}  # each file, and where the path that named it is written
+    for path, where in paths:
         found = wanted(files, path)
         if not found:
             problems.add(
-                (*where, index),
+                where,
                 Code.INVALID_VALUE,
-                f"manifests[{index}] '{path}' is missing at the commit (no file, or no *.yaml "
+                f"{dotted(where)} '{path}' is missing at the commit (no file, or no *.yaml "
                 "or *.yml file under that folder)",
                 "commit the file, or remove it from manifests",
             )
-        read_files += [f for f in found if f not in read_files]
-    for source in read_files:
-        for document in _documents(problems, (*where,), source, files[source], namespace):
+        for name in found:
+            read_files.setdefault(name, where)
+    for source, where in read_files.items():
+        for document in _documents(problems, where, source, files[source], namespace):
             if document.ref in seen:
                 first = seen[document.ref]
                 problems.add(

@@ -217,12 +217,16 @@ class _FileReader:
         env = config.environment
         if not env.manifest_paths or self.files is None:
             return config
-        own = ("environments", env.name, "manifests")
-        where = (
-            own if len(env.manifest_paths) > len(self.shared_paths) else ("kubernetes", "manifests")
+        tables = self.top.table.get("environments") or {}
+        written = (tables.get(env.name) or {}).get("manifests") or []
+        located = tuple(
+            (path, ("kubernetes", "manifests", self.shared_paths.index(path)))
+            if path in self.shared_paths
+            else (path, ("environments", env.name, "manifests", written.index(path)))
+            for path in env.manifest_paths
         )
         namespace = self.namespace(env.name) if self.namespace is not None else None
-        found = rawmanifests.read(self.problems, where, env.manifest_paths, self.files, namespace)
+        found = rawmanifests.read(self.problems, located, self.files, namespace)
         return replace(config, manifests=replace(found, platform=env.platform))
 
     def _environments(self) -> tuple[EnvironmentSpec, ...]:

@@ -202,7 +202,7 @@ def test_a_manifests_path_missing_at_the_commit_is_refused(
 
     message = nebula.status("shop")["message"]
     assert (
-        "manifests[0] 'k8s/' is missing at the commit (no file, or no *.yaml or *.yml file "
+        "kubernetes.manifests[0] 'k8s/' is missing at the commit (no file, or no *.yaml or *.yml file "
         "under that folder)" in message
     )
 

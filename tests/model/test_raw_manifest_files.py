@@ -54,3 +54,16 @@ def test_a_path_outside_the_repository_is_refused() -> None:
     assert validation.check(text, files={})[1][0].message == (
         "manifests[0] '../elsewhere/' is outside the repository"
     )
+
+
+def test_a_missing_path_is_reported_once_where_it_is_written() -> None:
+    text = TOML + 'manifests = ["prod/"]\n\n[environments.production]\n'
+    problems = validation.check(text, files={"k8s/a.yaml": POLICY})[1]
+    assert [(p.location.line, p.location.col, p.message) for p in problems] == [
+        (
+            5,
+            14,
+            "environments.staging.manifests[0] 'prod/' is missing at the commit (no file, or no "
+            "*.yaml or *.yml file under that folder)",
+        )
+    ]
