@@ -1,9 +1,12 @@
 """A database's objects (behaviour.md "Databases" and "Data services (1.2)"): its credentials
-Secret, a Service on its port, and a one-replica StatefulSet with its data on a volume.
+Secret, a Service on its port, and a one-replica StatefulSet with its data on a volume; or,
+for postgres where the environment says ``postgres = "cloudnative-pg"``, one CloudNativePG
+``Cluster`` and nothing else (the operator makes the pods, the Services and the Secret).
 
 Postgres and Redis differ in image, port, command, probe and what they export; the rest is
 shared. Every credential (a URL or a password) lives in the ``<db>-credentials`` Secret and
-reaches services as a ``secretKeyRef``; host and port are plain values.
+reaches services as a ``secretKeyRef``; host and port are plain values. A Cluster's exports
+all come from the operator's ``<db>-app`` Secret.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from urllib.parse import quote as url_quote
 
-from reconciler.model.specs import DatabaseEngine, DatabaseSpec, PodSecurity
+from reconciler.model.engines import DatabaseEngine
+from reconciler.model.specs import DatabaseSpec, PodSecurity
 from renderers import naming, objects, pods, variables
 from renderers.manifests import Draft
 from renderers.releases import DatabaseUnit, Scope
@@ -64,9 +68,15 @@ def credentials(
     }
 
 
+# The official CloudNativePG operand images, by postgres major version.
+CLOUDNATIVE_IMAGE = "ghcr.io/cloudnative-pg/postgresql"
+
+
 def database(unit: DatabaseUnit, password: Sensitive | Placeholders) -> list[Draft]:
-    """Credentials Secret, Service and StatefulSet of one database."""
+    """Credentials Secret, Service and StatefulSet of one database, or its Cluster."""
     scope, spec = unit.scope, unit.spec
+    if spec.cloudnative:
+        return [cluster(unit)]
     engine = _ENGINES[spec.engine]
     namespace = scope.namespace
     labels = naming.unit_labels(scope.project, scope.environment, spec.name)
@@ -95,6 +105,26 @@ def database(unit: DatabaseUnit, password: Sensitive | Placeholders) -> list[Dra
     )
     statefulset = Draft("StatefulSet", spec.name, "statefulset.j2", values)
     return [secret, service, statefulset]
+
+
+def cluster(unit: DatabaseUnit) -> Draft:
+    """A ``postgresql.cnpg.io/v1`` Cluster: ``instances`` pods, one primary and its standbys,
+    each with a volume of ``volume_size``; a database and an owner both named after it."""
+    scope, spec = unit.scope, unit.spec
+    labels = naming.unit_labels(scope.project, scope.environment, spec.name)
+    values = objects.meta(
+        spec.name,
+        scope.namespace,
+        labels,
+        instances=spec.instances,
+        image=f"{CLOUDNATIVE_IMAGE}:{spec.version}",
+        volume_size=spec.volume_size,
+        cpu=spec.instance_size.cpu,
+        memory=spec.instance_size.memory,
+        database=spec.name,
+        pull_secrets=spec.platform.image_pull_secrets,
+    )
+    return Draft("Cluster", spec.name, "cnpg-cluster.j2", values)
 
 
 def _container(spec: DatabaseSpec, engine: _Engine, secret_name: str) -> pods.Container:

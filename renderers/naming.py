@@ -81,6 +81,11 @@ def credentials(database: str) -> str:
     return fit(f"{database}-credentials")
 
 
+def cloudnative_secret(database: str) -> str:
+    """The Secret the CloudNativePG operator writes a Cluster's application credentials to."""
+    return f"{database}-app"
+
+
 def host(unit: str, namespace_name: str) -> str:
     """The stable in-cluster DNS name of a service or database."""
     return f"{unit}.{namespace_name}.svc.cluster.local"

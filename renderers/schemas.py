@@ -39,7 +39,10 @@ _SUCCESSORS = {
 }
 # Kinds a CRD defines, not Kubernetes: checked against the CRD's own schema, kept beside this
 # module with its source (``crds/*.json``: the published CRD's openAPIV3Schema, verbatim).
-_CRDS = {("gateway.networking.k8s.io/v1", "HTTPRoute"): "httproute-v1.json"}
+_CRDS = {
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"): "httproute-v1.json",
+    ("postgresql.cnpg.io/v1", "Cluster"): "cnpg-cluster-v1.json",
+}
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconciler.errors import ConfigurationError
+from reconciler.model.engines import (
+    CLOUDNATIVE_SECRET_KEYS,
+    DATABASE_CREDENTIAL_KEYS,
+    DATABASE_PORT,
+    REDIS_PORT,
+    PostgresRunner,
+)
 from reconciler.model.references import Literal, Reference, RefKind
-from reconciler.model.specs import DATABASE_CREDENTIAL_KEYS, DATABASE_PORT, REDIS_PORT
 from renderers import naming, quoting
 from renderers.releases import ReleaseSpec
 
@@ -106,7 +112,13 @@ def _part(
         port = ports[segment.target]
         address = naming.host(segment.target, namespace)
         return address if port is None else f"{address}:{port}"
-    # After resolution, a remaining variable reference is a database export.
+    # After resolution, a remaining variable reference is a database export: read from the
+    # operator's Secret where the environment runs postgres as CloudNativePG Clusters.
+    cloudnative = release.service.platform.postgres is PostgresRunner.CLOUDNATIVE_PG
+    if cloudnative and segment.key in CLOUDNATIVE_SECRET_KEYS:
+        return SecretRef(
+            naming.cloudnative_secret(segment.target), CLOUDNATIVE_SECRET_KEYS[segment.key]
+        )
     if segment.key in DATABASE_CREDENTIAL_KEYS:
         return SecretRef(naming.credentials(segment.target), segment.key)
     if segment.key in ("PGHOST", "REDIS_HOST"):

@@ -49,6 +49,12 @@ def frozen_until(ends_at: datetime, zone: str) -> str:
     return f"Deploys to protected environments are frozen until {local} ({zone})."
 
 
+def then(message: str, more: str) -> str:
+    """``message`` as a sentence followed by ``more``: one full stop, never two."""
+    text = message.rstrip()
+    return f"{text}{'' if text.endswith(('.', '!', '?')) else '.'} {more}"
+
+
 def keeps_serving(release: str | None) -> str:
     if release is None:
         return "Nothing was serving before; nothing is serving now."

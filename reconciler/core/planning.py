@@ -22,6 +22,7 @@ from datetime import timedelta
 from reconciler.core.states import LineKind, ServiceKind
 from reconciler.durations import format_duration
 from reconciler.model import resolved
+from reconciler.model.engines import DatabaseEngine
 from reconciler.model.specs import (
     DatabaseSpec,
     EnvironmentConfig,
@@ -66,6 +67,7 @@ def flatten(unit: Unit) -> dict[str, Value]:
             "instance_size": unit.instance_size.value,
             "volume_size": unit.volume_size,
             "automatic_failover": unit.automatic_failover,
+            **_postgres(unit),
             **_platform(unit.platform, routed=False),
         }
     if isinstance(unit, ManifestsSpec):
@@ -119,6 +121,17 @@ def document_digest(body: str) -> str:
 
 def _pairs(pairs: tuple[tuple[str, str], ...]) -> Value:
     return [f"{k}={v}" for k, v in pairs] or None
+
+
+def _postgres(unit: DatabaseSpec) -> dict[str, Value]:
+    """How a postgres database runs in its environment, and its instances where it can have
+    more than one: each change to them is an ordinary line."""
+    if unit.engine is not DatabaseEngine.POSTGRES:
+        return {}
+    out: dict[str, Value] = {"postgres": unit.platform.postgres.value}
+    if unit.cloudnative:
+        out["instances"] = unit.instances
+    return out
 
 
 def _platform(platform: Platform, *, routed: bool) -> dict[str, Value]:

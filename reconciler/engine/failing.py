@@ -38,7 +38,7 @@ def not_compilable(
             d,
             Trigger.FAIL,
             blocker=Blocker.CONFIGURATION,
-            message=f"{exc.message}. {keeps}",
+            message=messages.then(exc.message, keeps),
         )
         return True
     hint = f" ({exc.hint})" if exc.hint else ""
@@ -73,7 +73,7 @@ def failed_call(
             d,
             Trigger.FAIL,
             blocker=blocker,
-            message=f"{error.message}. {keeps}",
+            message=messages.then(error.message, keeps),
         )
         return True
     if state is S.ACTIVATING:

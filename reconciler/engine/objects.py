@@ -27,7 +27,7 @@ from reconciler.engine.batching import Claimed
 from reconciler.engine.stages import Facts
 from reconciler.model.frozen import FrozenRelease
 from reconciler.model.specs import DatabaseSpec, ManifestsSpec, ProcessType
-from reconciler.runtimes.cluster import ProbeKind, ReleaseObjects
+from reconciler.runtimes.cluster import CLUSTER_KIND, ProbeKind, ReleaseObjects
 from reconciler.store import schema
 from reconciler.store.database import Database
 from renderers import naming, raw, rendering
@@ -225,8 +225,9 @@ def _database(
         shared=shared + _bodies(tuple(m for m in rendered if m.kind == "Secret")),
         workload=_bodies(tuple(m for m in rendered if m.kind != "Secret")),
         primary=spec.name,
-        primary_kind="StatefulSet",
-        replicas=1,
+        # A CloudNativePG Cluster qualifies on its own status: every instance ready.
+        primary_kind=CLUSTER_KIND if spec.cloudnative else "StatefulSet",
+        replicas=spec.instances,
     )
 
 

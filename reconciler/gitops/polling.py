@@ -26,7 +26,7 @@ from reconciler.admin import projects as project_rows
 from reconciler.context import Context
 from reconciler.core.states import Blocker
 from reconciler.errors import ConfigurationError, NebulaError, StoreError
-from reconciler.gitops import staging
+from reconciler.gitops import keeping, staging
 from reconciler.gitsource import urls
 from reconciler.gitsource.results import CommitInfo, FileEntry, HeadResult
 from reconciler.model import rawmanifests, validation
@@ -163,7 +163,7 @@ def _poll_one(
     project.last_polled_at = now
     project_rows.schedule_next(project, timedelta(seconds=project.interval_seconds))
     state = _Poll(head)
-    for step in (_reachable, _moved, _fetched, _present, _valid):
+    for step in (_reachable, _moved, _fetched, _present, _valid, _keeps_data):
         stop = step(session, ctx, project, state)
         if state.fetched and project.slug not in report.moved:
             report.moved.append(project.slug)
@@ -258,7 +258,7 @@ def _present(
 
 
 def _valid(session: Session, ctx: Context, project: schema.Project, state: _Poll) -> Blocked | None:
-    """The file parses and validates (a ``configuration`` blocker clears)."""
+    """The file parses and validates."""
     assert state.blob is not None
     short = state.commit[:7]
     text = validation.decode(state.blob)
@@ -282,9 +282,21 @@ def _valid(session: Session, ctx: Context, project: schema.Project, state: _Poll
             "environments keep serving.",
             state.commit,
         )
-    if project.blocker == Blocker.CONFIGURATION.value:
-        _clear(session, ctx, project, f"{project.path} at {short} is valid again")
     state.file = file
+    return None
+
+
+def _keeps_data(
+    session: Session, ctx: Context, project: schema.Project, state: _Poll
+) -> Blocked | None:
+    """The file does not replace what a live database runs (``keeping``); then a
+    ``configuration`` blocker clears."""
+    assert state.file is not None
+    refused = keeping.replaced_data(session, project, state.file)
+    if refused:
+        return Blocked(Blocker.CONFIGURATION, refused, state.commit)
+    if project.blocker == Blocker.CONFIGURATION.value:
+        _clear(session, ctx, project, f"{project.path} at {state.commit[:7]} is valid again")
     return None
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconciler.model.engines import DatabaseEngine, PostgresRunner
 from reconciler.model.specs import (
     DEFAULT_SHUTDOWN_GRACE_SECONDS,
     LEGACY_PLATFORM,
     Autoscale,
-    DatabaseEngine,
     DatabaseSpec,
     InstanceSize,
     ManifestsSpec,
@@ -35,6 +35,7 @@ def unit_to_dict(unit: Unit) -> dict[str, Any]:
             "instance_size": unit.instance_size.value,
             "volume_size": unit.volume_size,
             "automatic_failover": unit.automatic_failover,
+            "instances": unit.instances,
             "platform": _platform_to_dict(unit.platform),
         }
     if isinstance(unit, ManifestsSpec):
@@ -106,6 +107,7 @@ def _platform_to_dict(platform: Platform) -> dict[str, Any]:
         "gateway": platform.gateway,
         "ingress_class": platform.ingress_class,
         "tls_issuer": platform.tls_issuer,
+        "postgres": platform.postgres.value,
     }
 
 
@@ -120,6 +122,7 @@ def _platform_from_dict(data: dict[str, Any] | None) -> Platform:
         gateway=data["gateway"],
         ingress_class=data["ingress_class"],
         tls_issuer=data["tls_issuer"],
+        postgres=PostgresRunner(data.get("postgres", PostgresRunner.STATEFULSET)),
     )
 
 
@@ -164,6 +167,7 @@ def unit_from_dict(data: dict[str, Any]) -> Unit:
             volume_size=data["volume_size"],
             automatic_failover=data["automatic_failover"],
             platform=_platform_from_dict(data.get("platform")),
+            instances=data.get("instances", 1),
         )
     return ServiceSpec(
         name=data["name"],

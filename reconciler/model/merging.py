@@ -21,7 +21,14 @@ OVERRIDE_KEYS = (
     "deploy",
     "kubernetes",
 )
-DATABASE_OVERRIDE_KEYS = ("engine", "version", "instance_size", "volume_size", "automatic_failover")
+DATABASE_OVERRIDE_KEYS = (
+    "engine",
+    "version",
+    "instance_size",
+    "volume_size",
+    "automatic_failover",
+    "instances",
+)
 
 
 def merged(

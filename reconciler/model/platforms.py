@@ -2,7 +2,8 @@
 
 ``gateway`` and ``ingress_class`` choose how public traffic reaches processes with ``domains``;
 ``pod_security`` the Pod Security Standard every pod meets; ``image_pull_secrets`` what every
-pod pulls with. Domains are checked here too, against the whole environment: a domain twice,
+pod pulls with; ``postgres`` whether postgres databases run as Nebula's StatefulSet or as a
+CloudNativePG Cluster. Domains are checked here too, against the whole environment: a domain twice,
 or domains where nothing routes them.
 """
 
@@ -11,12 +12,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from reconciler.model.engines import PostgresRunner
 from reconciler.model.positions import Path
 from reconciler.model.problems import Code, Problems, dotted
 from reconciler.model.reading import Locate, Reader
 from reconciler.model.specs import EnvironmentConfig, Platform, PodSecurity
 
-PLATFORM_KEYS = ("gateway", "ingress_class", "tls_issuer", "pod_security", "image_pull_secrets")
+PLATFORM_KEYS = (
+    "gateway",
+    "ingress_class",
+    "tls_issuer",
+    "pod_security",
+    "image_pull_secrets",
+    "postgres",
+)
 # A Kubernetes object name (DNS subdomain) and a namespace (DNS label).
 OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
@@ -58,6 +67,12 @@ def read_platform(reader: Reader) -> Platform:
     security = reader.choice(
         "pod_security", [p.value for p in PodSecurity], PodSecurity.BASELINE, Code.INVALID_VALUE
     )
+    postgres = reader.choice(
+        "postgres",
+        [p.value for p in PostgresRunner],
+        PostgresRunner.STATEFULSET,
+        Code.INVALID_VALUE,
+    )
     pulls = reader.strings("image_pull_secrets", example='["regcred"]') or ()
     for index, secret in enumerate(pulls):
         if not OBJECT_NAME.match(secret):
@@ -74,6 +89,7 @@ def read_platform(reader: Reader) -> Platform:
         gateway=gateway,
         ingress_class=ingress_class,
         tls_issuer=tls_issuer,
+        postgres=PostgresRunner(postgres or PostgresRunner.STATEFULSET),
     )
 
 

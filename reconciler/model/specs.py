@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from reconciler.model.engines import DatabaseEngine, PostgresRunner
+
 
 class ProcessType(StrEnum):
     HTTP = "http"
@@ -55,35 +57,6 @@ DEFAULT_INSTANCE_SIZE = InstanceSize.SMALL
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 30
 DEFAULT_RELEASE_COMMAND_TIMEOUT = 600
 DEFAULT_STABILIZATION_SECONDS = 10
-DATABASE_PORT = 5432
-REDIS_PORT = 6379
-
-
-class DatabaseEngine(StrEnum):
-    POSTGRES = "postgres"
-    REDIS = "redis"
-
-    @property
-    def port(self) -> int:
-        return REDIS_PORT if self is DatabaseEngine.REDIS else DATABASE_PORT
-
-    @property
-    def default_version(self) -> str:
-        return "7" if self is DatabaseEngine.REDIS else "16"
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """What ``${{ db.KEY }}`` may name for a database of this engine."""
-        return REDIS_KEYS if self is DatabaseEngine.REDIS else POSTGRES_KEYS
-
-
-POSTGRES_KEYS = ("DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGDATABASE")
-REDIS_KEYS = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_PASSWORD")
-DATABASE_KEYS = POSTGRES_KEYS  # (a postgres database's: what 1.1 files name)
-# The credentials among the exports: they render as secretKeyRef only, never as a value.
-DATABASE_CREDENTIAL_KEYS = frozenset(
-    {"DATABASE_URL", "PGUSER", "PGPASSWORD", "REDIS_URL", "REDIS_PASSWORD"}
-)
 
 
 @dataclass(frozen=True)
@@ -150,6 +123,7 @@ class Platform:
     gateway: str | None = None  # "namespace/name"
     ingress_class: str | None = None
     tls_issuer: str | None = None
+    postgres: PostgresRunner = PostgresRunner.STATEFULSET
     # False only for releases frozen before 1.2: rendered as they were then (no security
     # context, no disruption budget), so an upgrade shows no drift and restarts nothing.
     hardened: bool = True
@@ -267,10 +241,19 @@ class DatabaseSpec:
     volume_size: str = "10Gi"
     automatic_failover: bool = False
     platform: Platform = Platform()
+    instances: int = 1  # a CloudNativePG Cluster's; a StatefulSet runs one
 
     @property
     def port(self) -> int:
         return self.engine.port
+
+    @property
+    def cloudnative(self) -> bool:
+        """Runs as a CloudNativePG ``Cluster`` (the operator's pods, its Secret, its failover)."""
+        return (
+            self.engine is DatabaseEngine.POSTGRES
+            and self.platform.postgres is PostgresRunner.CLOUDNATIVE_PG
+        )
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from reconciler.model import podsettings, references, schedules
-from reconciler.model.merging import DATABASE_OVERRIDE_KEYS, OVERRIDE_KEYS, merged
+from reconciler.model.merging import OVERRIDE_KEYS, merged
 from reconciler.model.positions import Path
 from reconciler.model.problems import Code, Problems, Severity, dotted
 from reconciler.model.reading import (
@@ -21,8 +21,6 @@ from reconciler.model.specs import (
     DEFAULT_PLATFORM,
     DEFAULT_RELEASE_COMMAND_TIMEOUT,
     DEFAULT_STABILIZATION_SECONDS,
-    DatabaseEngine,
-    DatabaseSpec,
     InstanceSize,
     Platform,
     ProcessSpec,
@@ -46,8 +44,6 @@ PROCESS_KEYS = (
 )
 VOLUME_KEYS = ("mount", "size", "accept_downtime")
 DEPLOY_KEYS = ("depends_on",)
-DATABASE_TABLE_KEYS = (*DATABASE_OVERRIDE_KEYS, "environments")
-ENGINES = tuple(e.value for e in DatabaseEngine)
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_NAME = rf"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*"
@@ -327,56 +323,3 @@ def _read_volumes(problems: Problems, service: Reader) -> tuple[VolumeSpec, ...]
             VolumeSpec(name, mount or "/", size or "1Gi", reader.boolean("accept_downtime", False))
         )
     return tuple(out)
-
-
-def read_database(
-    problems: Problems,
-    name: str,
-    table: dict[str, Any],
-    env: str,
-    platform: Platform = DEFAULT_PLATFORM,
-) -> DatabaseSpec:
-    table_merged, locate = merged(problems, "databases", name, table, env, DATABASE_OVERRIDE_KEYS)
-    reader = Reader(problems, table_merged, ("databases", name), DATABASE_TABLE_KEYS, locate=locate)
-    engine = DatabaseEngine(
-        reader.choice("engine", ENGINES, DatabaseEngine.POSTGRES, Code.INVALID_VALUE)
-        or DatabaseEngine.POSTGRES
-    )
-    version = reader.string(
-        "version", engine.default_version, example=f'"{engine.default_version}"'
-    )
-    version = version or engine.default_version
-    if not re.fullmatch(r"\d+(\.\d+)?", version):
-        label = "Redis" if engine is DatabaseEngine.REDIS else "PostgreSQL"
-        reader.error(
-            "version",
-            Code.INVALID_VALUE,
-            f"version '{version}' is not a {label} version",
-            f'e.g. version = "{engine.default_version}"',
-        )
-    failover = reader.boolean("automatic_failover", False)
-    if engine is DatabaseEngine.REDIS and reader.has("automatic_failover"):
-        reader.error(
-            "automatic_failover",
-            Code.INVALID_VALUE,
-            "automatic_failover applies to postgres databases only, not redis",
-            "remove automatic_failover (a redis database runs one replica)",
-        )
-        failover = False
-    return DatabaseSpec(
-        name=name,
-        engine=engine,
-        version=version,
-        instance_size=InstanceSize(
-            reader.choice(
-                "instance_size",
-                [s.value for s in InstanceSize],
-                "small",
-                Code.UNKNOWN_INSTANCE_SIZE,
-            )
-            or "small"
-        ),
-        volume_size=reader.size("volume_size", "10Gi") or "10Gi",
-        automatic_failover=failover,
-        platform=platform,
-    )

@@ -17,7 +17,17 @@ import tomlkit
 import tomlkit.exceptions
 
 from reconciler.errors import InvalidFileError
-from reconciler.model import crosschecks, environments, platforms, positions, rawmanifests, units
+from reconciler.model import (
+    crosschecks,
+    environments,
+    platforms,
+    positions,
+    rawmanifests,
+    units,
+)
+from reconciler.model import (
+    databases as database_tables,
+)
 from reconciler.model.problems import Code, Problem, Problems, Severity
 from reconciler.model.reading import Reader, check_slug, not_a_table
 from reconciler.model.specs import (
@@ -174,7 +184,9 @@ class _FileReader:
                 env,
                 tuple(spec for spec, _ in read.values()),
                 tuple(
-                    units.read_database(self.problems, unit, table, env.name, env.platform)
+                    database_tables.read_database(
+                        self.problems, unit, table, env.name, env.platform
+                    )
                     for unit, table in databases.items()
                 ),
             )

@@ -98,6 +98,24 @@ def checked(objects: ReleaseObjects) -> tuple[Manifest, ...]:
 ROUTE_KINDS = (("gateway.networking.k8s.io", "HTTPRoute"), ("networking.k8s.io", "Ingress"))
 
 
+# A CloudNativePG Cluster: served only where the operator is installed (its CRD).
+CLUSTER_KIND = "Cluster"
+CLOUDNATIVE_API = "postgresql.cnpg.io/v1"
+CLOUDNATIVE_GROUP = "postgresql.cnpg.io"
+
+
+def needs_operator(objects: ReleaseObjects) -> bool:
+    return any(m.get("kind") == CLUSTER_KIND for m in objects.workload)
+
+
+def operator_missing(objects: ReleaseObjects) -> str:
+    """The ``configuration`` failure where the cluster does not serve the Cluster kind."""
+    return (
+        f'postgres = "cloudnative-pg" needs the CloudNativePG operator ({CLOUDNATIVE_API} '
+        f"Cluster) on the cluster of {objects.project}/{objects.environment}."
+    )
+
+
 def routes_kept(objects: ReleaseObjects) -> set[str]:
     """``Kind/name`` of the routes release ``objects`` has."""
     kinds = {kind for _, kind in ROUTE_KINDS}

@@ -41,13 +41,15 @@ class Clusters:
     def simulated(self) -> SimulatedCluster:
         cluster = self._by_context.get("<simulated>")
         if cluster is None:
+            injected = faults.load(self.settings.simulated_faults)
             cluster = SimulatedCluster(
                 self.db,
                 self.clock,
                 self.settings.simulated_delay,
-                faults.load(self.settings.simulated_faults),
+                injected.images,
                 self.vault,
                 self.settings.simulated_latency,
+                without_cloudnative_pg=injected.without_cloudnative_pg,
             )
             self._by_context["<simulated>"] = cluster
         assert isinstance(cluster, SimulatedCluster)

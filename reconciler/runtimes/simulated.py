@@ -1,7 +1,9 @@
 """The simulated cluster: the embedded default for the demo and the tests.
 
 It makes every stage take ``delay`` (``NEBULA_SIMULATED_DELAY``) before it succeeds, unless
-``faults`` names the release's image (``NEBULA_SIMULATED_FAULTS``). The stabilization period
+``faults`` names the release's image (``NEBULA_SIMULATED_FAULTS``). It runs the CloudNativePG
+operator for every environment but those the faults file says lack it: a Cluster is then
+refused with the ``configuration`` failure a real cluster without the operator gets. The stabilization period
 is compressed into that one delay: pods report Ready since long enough once qualifying has
 lasted ``delay``. Its objects live in the state store, behind the simulated API server
 (``simulatedapi``). A documented test and demo aid, not a production path.
@@ -15,7 +17,7 @@ from datetime import datetime, timedelta
 from reconciler.clock import Clock
 from reconciler.core import drifts
 from reconciler.core.states import Blocker
-from reconciler.errors import TransientError
+from reconciler.errors import PermanentError, TransientError
 from reconciler.runtimes.cluster import (
     ROUTE_KINDS,
     JobPhase,
@@ -30,6 +32,8 @@ from reconciler.runtimes.cluster import (
     checked,
     healed,
     inherited,
+    needs_operator,
+    operator_missing,
     routes_kept,
 )
 from reconciler.runtimes.simulatedapi import SimulatedApi, address
@@ -52,10 +56,14 @@ class SimulatedCluster(SimulatedApi):
         faults: Mapping[str, Blocker | str],
         vault: Vault,
         latency: timedelta = timedelta(0),
+        *,
+        without_cloudnative_pg: Collection[str] = frozenset(),
     ) -> None:
         super().__init__(db, clock, vault, latency)
         self.delay = delay
         self.faults = {image: Blocker(value) for image, value in faults.items()}
+        # "project/environment" whose (simulated) cluster has no CloudNativePG operator
+        self.without_cloudnative_pg = frozenset(without_cloudnative_pg)
 
     def _elapsed(self, row: Found) -> timedelta:
         created: datetime = row.created_at
@@ -70,6 +78,9 @@ class SimulatedCluster(SimulatedApi):
         return RECENT
 
     def admit(self, objects: ReleaseObjects) -> None:
+        where = f"{objects.project}/{objects.environment}"
+        if needs_operator(objects) and where in self.without_cloudnative_pg:
+            raise PermanentError(operator_missing(objects), code=Blocker.CONFIGURATION)
         with self._call() as call:
             self._reachable(call.conn)
             self._apply_all(call, objects.namespace, objects.shared)

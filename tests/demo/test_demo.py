@@ -55,6 +55,9 @@ def test_the_demo_runs_the_main_job_end_to_end_and_cleans_up() -> None:
         out,
     )
     assert re.search(r"production\s+db\s+database\s+r-1\s+synced\s+postgres:16", out)
+    # Both engines: Celery's Redis broker, and production's Postgres on CloudNativePG.
+    assert re.search(r"production\s+cache\s+database\s+r-1\s+synced\s+redis:7", out)
+    assert re.search(r"cache\s+first_deploy\s+\(none\) -> redis 7", out)
     # web scaled behind Nebula's back: staging (self_heal) puts it back, production shows it.
     assert re.search(
         r"staging\s+Drift: Deployment/web-r2 spec\.replicas is 5, release r-2 says 1\n"

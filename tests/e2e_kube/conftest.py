@@ -102,9 +102,11 @@ def kube_nebula_with(
         state_dir=tmp_path / "state",
         cluster="kubernetes",
         kubeconfig=str(kubeconfig),
-        readiness_timeout=READINESS_TIMEOUT,
-        route_activation_timeout=ROUTE_ACTIVATION_TIMEOUT,
-        **overrides,
+        **{
+            "readiness_timeout": READINESS_TIMEOUT,
+            "route_activation_timeout": ROUTE_ACTIVATION_TIMEOUT,
+            **overrides,
+        },
     )
     ctx = bootstrap.open_context(settings, SystemClock())
     yield KubeNebula(ctx, project)

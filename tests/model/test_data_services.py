@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.model import graph, validation
-from reconciler.model.specs import DatabaseEngine
+from reconciler.model.engines import DatabaseEngine
 from tests.model import samples
 
 

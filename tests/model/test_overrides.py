@@ -112,7 +112,10 @@ schedule = "*/15 * * * *"
 
 def test_database_override() -> None:
     text = (
-        BASE
+        BASE.replace(
+            "[environments.production]\n",
+            '[environments.production]\npostgres = "cloudnative-pg"\n',
+        )
         + """
 [databases.db.environments.production]
 instance_size = "xlarge"
@@ -133,6 +136,7 @@ automatic_failover = true
         "200Gi",
         True,
     )
+    assert (staging.instances, production.instances) == (1, 3)
 
 
 # -- where override errors are reported ----------------------------------------------------------

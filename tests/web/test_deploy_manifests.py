@@ -120,7 +120,7 @@ def test_rbac_grants_the_kinds_nebula_applies_and_nothing_wider() -> None:
         ("", "persistentvolumeclaims"), ("apps", "deployments"), ("apps", "statefulsets"),
         ("batch", "jobs"), ("batch", "cronjobs"), ("policy", "poddisruptionbudgets"),
         ("autoscaling", "horizontalpodautoscalers"), ("networking.k8s.io", "ingresses"),
-        ("gateway.networking.k8s.io", "httproutes"),
+        ("gateway.networking.k8s.io", "httproutes"), ("postgresql.cnpg.io", "clusters"),
     }  # fmt: skip
 
     for kind in applied:

@@ -29,6 +29,8 @@ from reconciler.core import drifts
 from reconciler.core.states import Blocker
 from reconciler.errors import NebulaError, PermanentError, TransientError
 from reconciler.runtimes.cluster import (
+    CLOUDNATIVE_API,
+    CLUSTER_KIND,
     ROUTE_KINDS,
     JobPhase,
     JobStatus,
@@ -42,10 +44,20 @@ from reconciler.runtimes.cluster import (
     checked,
     healed,
     inherited,
+    needs_operator,
+    operator_missing,
     replicas_by_process,
     routes_kept,
 )
-from reconciler.runtimes.kubernetes import activating, jobs, quotas, rollouts, selectors, streams
+from reconciler.runtimes.kubernetes import (
+    activating,
+    jobs,
+    operands,
+    quotas,
+    rollouts,
+    selectors,
+    streams,
+)
 from reconciler.runtimes.kubernetes.applying import Applier
 from reconciler.runtimes.kubernetes.caching import Cache
 from reconciler.runtimes.kubernetes.configs import Connection
@@ -116,6 +128,8 @@ class KubernetesCluster:
     # -- admitted ----------------------------------------------------------------------------
 
     def admit(self, objects: ReleaseObjects) -> None:
+        if needs_operator(objects) and not self.discovery.serves(CLOUDNATIVE_API, CLUSTER_KIND):
+            raise PermanentError(operator_missing(objects), code=Blocker.CONFIGURATION)
         forbidden: PermanentError | None = None
         for manifest in (m for m in objects.shared if m.get("kind") == "Namespace"):
             try:
@@ -253,6 +267,8 @@ class KubernetesCluster:
         if objects.primary is None:
             return Rollout(0, 0, True, ready_since=self.clock.now(), message="Nothing to wait for")
         namespace, kind, name = objects.namespace, objects.primary_kind, objects.primary
+        if kind == CLUSTER_KIND:
+            return operands.rollout(self.discovery, self.reader, self.transport, objects)
         resource = self.discovery.preferred("apps", kind)
         if resource is None:
             raise PermanentError(

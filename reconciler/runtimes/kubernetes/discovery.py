@@ -82,6 +82,14 @@ class Discovery:
             )
         return found
 
+    def serves(self, api_version: str, kind: str) -> bool:
+        """Whether the server serves ``kind`` of ``api_version`` (read again once if the cache
+        says no: an operator's CRD may have been installed since)."""
+        if kind in self._kinds_of(api_version):
+            return True
+        self.forget()
+        return kind in self._kinds_of(api_version)
+
     def preferred(self, group: str, kind: str) -> Resource | None:
         """The newest served version of ``kind`` in ``group`` (for listing and deleting)."""
         for version in self._served_groups().get(group, []):

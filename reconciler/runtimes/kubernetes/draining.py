@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from reconciler.errors import PermanentError
 from reconciler.model.specs import MANIFESTS
-from reconciler.runtimes.cluster import Teardown
+from reconciler.runtimes.cluster import CLOUDNATIVE_GROUP, CLUSTER_KIND, Teardown
 from reconciler.runtimes.kubernetes.applying import FIELD_MANAGER, describe
 from reconciler.runtimes.kubernetes.discovery import Discovery, Resource
 from reconciler.runtimes.kubernetes.transport import JSON, MERGE_PATCH, Transport
@@ -27,6 +27,7 @@ KINDS = (
     ("batch", "Job"),
     ("apps", "Deployment"),
     ("apps", "StatefulSet"),
+    (CLOUDNATIVE_GROUP, CLUSTER_KIND),  # the operator deletes its pods, volumes and Secret
     ("policy", "PodDisruptionBudget"),
     ("gateway.networking.k8s.io", "HTTPRoute"),
     ("networking.k8s.io", "Ingress"),

@@ -233,3 +233,31 @@ def obstacle(
         quota, message = creating
         return (Blocker.CAPACITY if quota else None), message
     return None, crash_loop(pods) or ""
+
+
+def observe_cluster(
+    cluster: JSON | None, pods: Iterable[JSON], events: Iterable[JSON], *, name: str, expected: int
+) -> Rollout:
+    """The Rollout of a CloudNativePG Cluster: ready once ``status.readyInstances`` reaches
+    ``spec.instances`` (the operator's own word that the primary and every standby are up);
+    its pods (``cnpg.io/cluster=<name>``) only say what stands in the way."""
+    if cluster is None:
+        return Rollout(expected, 0, False, message=f"Cluster {name} does not exist (yet)")
+    desired = int((cluster.get("spec") or {}).get("instances") or expected)
+    status = cluster.get("status") or {}
+    ready = int(status.get("readyInstances") or 0)
+    current = live(pods)
+    blocker, message = obstacle(current, [cluster], list(events), desired)
+    ready_since = None
+    if ready == desired:
+        since = (condition(cluster, "Ready") or {}).get("lastTransitionTime")
+        ready_since = parse_time(since) or parse_time(
+            (cluster.get("metadata") or {}).get("creationTimestamp")
+        )
+    started = ready > 0 or (
+        len(current) >= 1 and all(is_scheduled(p) and past_image_pull(p) for p in current)
+    )
+    if not message:
+        phase = str(status.get("phase") or "no status from the operator yet")
+        message = f"{ready} of {desired} instances ready (Cluster {name}: {phase})"
+    return Rollout(desired, ready, started, ready_since, blocker, message)
