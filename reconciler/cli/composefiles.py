@@ -42,7 +42,7 @@ def import_compose(args: argparse.Namespace) -> int:
     for note in imported.notes:
         sys.stderr.write(f"{note}\n")
     if imported.text is None:
-        return _nothing_written(args.file, imported)
+        return _nothing_written(args.file, imported, args.out if args.out != "-" else "nebula.toml")
     if args.out == "-":
         sys.stdout.write(imported.text)
         return output.EXIT_OK
@@ -56,13 +56,14 @@ def import_compose(args: argparse.Namespace) -> int:
     return output.EXIT_OK
 
 
-def _nothing_written(path: str, imported: composing.Imported) -> int:
+def _nothing_written(path: str, imported: composing.Imported, out: str) -> int:
     if imported.problems:
         for problem in imported.problems:
-            sys.stderr.write(f"{problem}\n")
+            hint = f" ({problem.hint})" if problem.hint else ""
+            sys.stderr.write(f"{out} (not written): {problem.message}{hint}\n")
         return files.fail(
-            "nothing written: the converted file does not validate",
-            "this is a bug in nebula import compose: please report it with the Compose file",
+            f"nothing written: what {path} says would not make a valid nebula.toml",
+            f"change {path} as the lines above say, and import again",
         )
     refused = sum(1 for note in imported.notes if note.level is Level.REFUSED)
     return files.fail(

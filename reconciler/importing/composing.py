@@ -56,7 +56,7 @@ def convert(
     top = root if isinstance(root, Mapping) else None
     declared = top.value("services") if top is not None else None
     if top is None or not isinstance(declared, Mapping) or not declared.entries:
-        notes.refuse(root.at if root else At(1, 1), f"{path} declares no services",
+        notes.refuse(root.at if root else At(1, 1), "the file declares no services",
                      "import a Compose file with a services: mapping")  # fmt: skip
         return Imported(None, notes.sorted())
     unknown = sorted(set(images) - {e.key for e in declared})

@@ -114,11 +114,13 @@ def _image(unit: Unit, notes: Notes, images: dict[str, str]) -> str | None:
             return None
         image = expanded.text
     else:
-        what = "has build: but no image" if build is not None else "has no image"
-        written = build or given
-        notes.refuse(written.key_at if written is not None else unit.at,
-                     f"{unit.where} {what}", f"build and push it, then give it: --image "
-                     f"{unit.name}=REGISTRY/IMAGE:TAG")  # fmt: skip
+        flag = f"--image {unit.name}=REGISTRY/IMAGE:TAG"
+        if build is not None:
+            notes.refuse(build.key_at, f"{unit.where} has build: but no image",
+                         f"build and push it, then give it: {flag}")  # fmt: skip
+        else:
+            notes.refuse(unit.at, f"{unit.where} has no image",
+                         f"add an image: key, or give it: {flag}")  # fmt: skip
         return None
     if build is not None:
         notes.note(build.key_at, f"{unit.where}.build is not carried over (Nebula deploys images)",
@@ -219,8 +221,8 @@ def variables(unit: Unit, context: values.Context, read_file: ReadFile) -> dict[
                                "from the folder holding it")  # fmt: skip
             continue
         lines, bad = envfiles.parse(text)
-        for where in bad:
-            context.notes.note(where, "this line is not KEY=VALUE", "fix or remove it", path=path)
+        for bad_at in bad:
+            context.notes.note(bad_at, "this line is not KEY=VALUE", "fix or remove it", path=path)
         # One note per line of the file, however many services read it.
         given += [values.Variable(line.key, line.value, line.at, "", path) for line in lines]
     environment = unit.node.value("environment")
@@ -231,8 +233,8 @@ def variables(unit: Unit, context: values.Context, read_file: ReadFile) -> dict[
     usable = []
     for var in given:
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var.key) is None:
-            where = f"{var.where}.{var.key}" if var.where else var.key
-            context.notes.note(var.at, f"{where} is not a variable name Nebula takes",
+            named = f"{var.where}.{var.key}" if var.where else var.key
+            context.notes.note(var.at, f"{named} is not a variable name Nebula takes",
                                "rename it: letters, digits and '_'", path=var.path)  # fmt: skip
         else:
             usable.append(var)
