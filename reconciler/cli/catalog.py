@@ -25,6 +25,9 @@ COMMANDS: dict[str, dict[str, str]] = {
         "validate": "validate a nebula.toml",
         "render": "print the Kubernetes manifests a nebula.toml would create",
     },
+    "reconciler.cli.imports": {
+        "import": "write a nebula.toml from what a team has (a Compose file)",
+    },
     "reconciler.cli.sessions": {
         "login": "sign in to a Nebula server with a token",
         "logout": "forget a context and its token",
