@@ -18,7 +18,7 @@ from reconciler.importing import envfiles, interpolation, keys, processes, value
 from reconciler.importing.notes import Notes
 from reconciler.importing.processes import Process
 from reconciler.importing.yamltree import At, Entry, Mapping, Node, Sequence, strings_of, text_of
-from reconciler.model.specs import DatabaseEngine
+from reconciler.model.engines import DatabaseEngine
 
 ReadFile = Callable[[str], str | None]  # an env_file's text by its path as written; None: missing
 ENGINES = {"postgres": DatabaseEngine.POSTGRES, "postgresql": DatabaseEngine.POSTGRES,

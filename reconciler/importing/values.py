@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from reconciler.importing import interpolation
 from reconciler.importing.notes import Notes
 from reconciler.importing.yamltree import At
-from reconciler.model.specs import DatabaseEngine
+from reconciler.model.engines import DatabaseEngine
 
 SECRET_WORDS = frozenset(
     {"PASSWORD", "PASSWD", "PASS", "PWD", "SECRET", "SECRETS", "TOKEN", "KEY", "APIKEY",
