@@ -8,7 +8,6 @@ with ``readiness`` after the readiness timeout."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,7 +20,6 @@ from tests.e2e_kube.installation import KubeNebula
 from tests.e2e_kube.live import Live
 from tests.infra import cnpg
 from tests.infra.kubelet import TestKubelet
-from tests.infra.kuberest import KubeRestError
 from tests.infra.kubeserver import KubeAPI
 from tests.infra.podstatus import Behaviour
 from tests.plugins.git import GitRepo
@@ -39,32 +37,14 @@ def _text(extra: str = "") -> str:
     return text + FAILOVER + extra
 
 
-def _wait(check: object, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def without_crd(kube_api: KubeAPI) -> None:
-    try:
-        kube_api.rest.delete(f"{cnpg.CRD_PATH}/{cnpg.CRD_NAME}")
-    except KubeRestError as exc:
-        if exc.status != 404:
-            raise
-    _wait(lambda: not cnpg.served(kube_api.rest), "the Cluster CRD to be gone")
+    cnpg.uninstall(kube_api.rest)
 
 
 @pytest.fixture
 def with_crd(kube_api: KubeAPI) -> None:
-    try:
-        kube_api.rest.post(cnpg.CRD_PATH, cnpg.crd())
-    except KubeRestError as exc:
-        if exc.status != 409:  # installed by an earlier test on this server
-            raise
-    _wait(lambda: cnpg.served(kube_api.rest), "the Cluster CRD to be served")
+    cnpg.install(kube_api.rest)
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
@@ -74,6 +75,34 @@ def served(rest: KubeRest) -> bool:
     except KubeRestError:
         return False
     return any(r.get("kind") == "Cluster" for r in listed.get("resources") or [])
+
+
+def install(rest: KubeRest) -> None:
+    """The CRD installed and served (it may be already, by an earlier test on this server)."""
+    try:
+        rest.post(CRD_PATH, crd())
+    except KubeRestError as exc:
+        if exc.status != 409:
+            raise
+    _wait(lambda: served(rest), "the Cluster CRD to be served")
+
+
+def uninstall(rest: KubeRest) -> None:
+    """No CRD: the cluster of an environment without the operator."""
+    try:
+        rest.delete(f"{CRD_PATH}/{CRD_NAME}")
+    except KubeRestError as exc:
+        if exc.status != 404:
+            raise
+    _wait(lambda: not served(rest), "the Cluster CRD to be gone")
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
 
 
 class StandInOperator:

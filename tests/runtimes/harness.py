@@ -12,7 +12,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from http.server import ThreadingHTTPServer
@@ -26,7 +26,7 @@ from reconciler.runtimes import tampering
 from reconciler.runtimes.cluster import Cluster, ReleaseObjects
 from reconciler.runtimes.kubernetes import KubernetesCluster
 from reconciler.runtimes.simulated import SimulatedCluster
-from tests.infra import outofband
+from tests.infra import cnpg, outofband
 from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
 from tests.infra.kuberest import KubeRest, KubeRestError
@@ -51,6 +51,7 @@ COLLECTIONS = {
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "PodDisruptionBudget": "/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets",
+    "Cluster": cnpg.CLUSTERS,
 }
 
 
@@ -80,6 +81,10 @@ class Harness(Protocol):
 
     def delete(self, objects: ReleaseObjects, ref: str) -> None:
         """Delete a live object behind Nebula's back."""
+
+    def cloudnative_pg(self, present: bool) -> AbstractContextManager[None]:
+        """While inside: the CloudNativePG operator is on the cluster (a Cluster's instances
+        get ready), or it is not (the Cluster kind is not served)."""
 
 
 class SimulatedHarness:
@@ -124,6 +129,15 @@ class SimulatedHarness:
 
     def delete(self, objects: ReleaseObjects, ref: str) -> None:
         tampering.delete(self.cluster, objects.namespace, ref)
+
+    @contextmanager
+    def cloudnative_pg(self, present: bool) -> Iterator[None]:
+        absent = frozenset() if present else frozenset({f"{self.project}/staging"})
+        self.cluster.without_cloudnative_pg = absent
+        try:
+            yield
+        finally:
+            self.cluster.without_cloudnative_pg = frozenset()
 
 
 class KubernetesHarness:
@@ -226,6 +240,17 @@ class KubernetesHarness:
 
     def delete(self, objects: ReleaseObjects, ref: str) -> None:
         outofband.delete(self.official, objects.namespace, ref)
+
+    @contextmanager
+    def cloudnative_pg(self, present: bool) -> Iterator[None]:
+        if not present:
+            cnpg.uninstall(self.rest)
+            self.cluster.discovery.forget()
+            yield
+            return
+        cnpg.install(self.rest)
+        with cnpg.StandInOperator(self.rest, self.namespace).running():
+            yield
 
 
 def release_command_image(image: str) -> str:

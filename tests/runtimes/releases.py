@@ -133,3 +133,32 @@ def release_objects(
         probe=probe,
         release_command_timeout=spec.service.release_command_timeout,
     )
+
+
+def cloudnative_objects(project: str, instances: int = 2) -> ReleaseObjects:
+    """Release r-1 of postgres database ``db`` as a CloudNativePG Cluster of ``instances``."""
+    text = (
+        '[environments.staging]\npostgres = "cloudnative-pg"\n'
+        f'[databases.db]\nvolume_size = "1Gi"\ninstances = {instances}\n'
+    )
+    config = validation.load(text).environment("staging")
+    assert config is not None
+    unit = releases.database_from_config(project, config, "db")
+    renderer = Renderer()
+    environment = renderer.environment(
+        releases.environment_from_config(project, config), PLACEHOLDERS
+    )
+    return ReleaseObjects(
+        project=project,
+        environment="staging",
+        namespace=unit.scope.namespace,
+        unit="db",
+        release="r-1",
+        image="postgres:16",
+        is_database=True,
+        shared=tuple(body(m) for m in environment),
+        workload=tuple(body(m) for m in renderer.database(unit, PLACEHOLDERS)),
+        primary="db",
+        primary_kind="Cluster",
+        replicas=instances,
+    )

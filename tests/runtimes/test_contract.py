@@ -15,7 +15,7 @@ import pytest
 from reconciler.core.drifts import Drift
 from reconciler.core.states import Blocker
 from reconciler.engine.drifting import compare
-from reconciler.errors import TransientError, UnreachableError
+from reconciler.errors import PermanentError, TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
     Cluster,
     JobPhase,
@@ -24,6 +24,7 @@ from reconciler.runtimes.cluster import (
     ReleaseObjects,
     Rollout,
 )
+from tests.runtimes import releases
 from tests.runtimes.harness import Harness
 from tests.runtimes.releases import Service, image
 
@@ -454,3 +455,31 @@ def test_a_new_autoscaled_release_starts_at_the_running_count_never_below_its_mi
     assert [d.object for d in compare(second, harness.cluster.live(second))] == ["Service/api"]
     third = started(harness, 3, cron=True, autoscale="{ min = 6, max = 8 }")
     assert harness.cluster.live(third)["Deployment/api-r3"]["spec"]["replicas"] == 6
+
+
+# -- a CloudNativePG Cluster -------------------------------------------------------------------
+
+
+def test_a_cloudnative_cluster_qualifies_on_its_ready_instances(harness: Harness) -> None:
+    objects = releases.cloudnative_objects(harness.project, instances=2)
+    with harness.cloudnative_pg(present=True):
+        harness.cluster.admit(objects)
+        harness.cluster.start(objects)
+        rollout = ready(harness, objects)
+        assert (rollout.desired, rollout.ready, rollout.blocker) == (2, 2, None)
+        assert harness.names("Cluster") == {"db"}
+        assert harness.names("StatefulSet") == set()
+        done = harness.cluster.teardown(objects.namespace, "db")
+        assert "Cluster/db" in done.deleted
+        assert harness.names("Cluster") == set()
+
+
+def test_without_the_operator_a_cluster_is_refused_with_configuration(harness: Harness) -> None:
+    objects = releases.cloudnative_objects(harness.project)
+    with harness.cloudnative_pg(present=False), pytest.raises(PermanentError) as refused:
+        harness.cluster.admit(objects)
+    assert refused.value.code is Blocker.CONFIGURATION
+    assert refused.value.message == (
+        'postgres = "cloudnative-pg" needs the CloudNativePG operator (postgresql.cnpg.io/v1 '
+        f"Cluster) on the cluster of {harness.project}/staging."
+    )
