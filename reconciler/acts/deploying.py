@@ -38,6 +38,7 @@ def _requested(result: actions.Requested) -> Document:
         "deployment": views.deployment(result.deployment),
         "approval": views.approval(result.approval) if result.approval else None,
         "ended": views.ended(result.ended),
+        "already_requested": result.repeated,
     }
 
 

@@ -273,6 +273,11 @@ class Requested(Out):
     deployment: Deployment
     approval: Approval | None = Field(description="the approval it waits for, or passed by")
     ended: list[Ended]
+    already_requested: bool = Field(
+        default=False,
+        description="true: an identical request was still waiting or in flight, and this is "
+        "that one (nothing new was created)",
+    )
 
 
 class UnitDiff(Out):
