@@ -213,6 +213,9 @@ class ChangeSet(Out):
     message: str | None = Field(description="how it ended once it has, else the commit message")
     commit_message: str | None
     note: str | None = Field(description="how it ended (replaced, rejected, expired, refused)")
+    applied_message: str | None = Field(
+        default=None, description="what the person who applied it said (changeset apply --message)"
+    )
     gate: Gate | None = Field(
         default=None, description="its promotion gate; null without promote_from"
     )
