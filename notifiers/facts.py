@@ -90,6 +90,7 @@ class ApprovalRequest:
     decision: Decision | None = None  # set once it is no longer pending
     # In a gated environment: what the gating environment proved ("Verified in staging: ...").
     evidence: tuple[str, ...] = ()
+    message: str | None = None  # what the person applying the change set said (--message)
 
     @property
     def by_project(self) -> bool:

@@ -39,9 +39,11 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
     project = env.project
     commit: Commit | None = None
     lines: tuple[Line, ...] = ()
+    message: str | None = None
     if a.target == ApprovalTarget.CHANGESET:
         changeset = session.get(schema.ChangeSet, a.target_id)
         if changeset is not None:
+            message = changeset.applied_message
             if changeset.commit:
                 commit = Commit(changeset.commit, changeset.author, changeset.message)
             lines = tuple(
@@ -73,6 +75,7 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
         expires_at=a.expires_at,
         url=project_url(settings.public_url, project.slug, env.name),
         commit=commit,
+        message=message,
         services=tuple(
             ServiceRelease(
                 service=d.unit.name,

@@ -60,6 +60,8 @@ def approval(request: ApprovalRequest) -> Message:
     ]
     if request.commit is not None:
         out.append(blocks.context(_commit_line(request)))
+    if request.message:
+        out.append(blocks.section(f"*Message*\n{escape(request.message)}"))
     if request.services:
         out.append(
             blocks.section("*Services*\n" + "\n".join(_service(s) for s in request.services))
@@ -203,6 +205,8 @@ def _approval_text(request: ApprovalRequest, title: str) -> str:
         else request.requested_by
     )
     text = f"{title}: {services or request.kind} (requested by {who})"
+    if request.message:
+        text += f': "{request.message}"'
     for evidence in request.evidence:
         text += f". {evidence}"
     if request.decision is not None:

@@ -239,6 +239,7 @@ def changeset(c: schema.ChangeSet, approval: schema.Approval | None = None) -> d
         "message": c.note or c.message,
         "commit_message": c.message,
         "note": c.note,
+        "applied_message": c.applied_message,
         "gate": gate(c),
         "evidence": list(approval.evidence or []) if approval else [],
         "approval_id": str(approval.id) if approval else None,

@@ -38,6 +38,7 @@ def _requested(result: actions.Requested) -> Document:
         "deployment": views.deployment(result.deployment),
         "approval": views.approval(result.approval) if result.approval else None,
         "ended": views.ended(result.ended),
+        "already_requested": result.repeated,
     }
 
 
@@ -101,12 +102,13 @@ def apply_changeset(call: Call) -> Document:
     """Apply a draft, or ask for its approval. A refusal applying records (the change set's
     note: a freeze, drift, the cap) is kept, and still reaches the caller as a refusal."""
     changeset_id = call.id("changeset_id", "change set")
+    message = call.maybe("message")
 
     def apply(session: Session, ctx: Context, who: Principal) -> Document:
         changeset = changesets.get(session, changeset_id)
         where = principals.where(changeset.environment)
         rights.require(who, GrantKind.DEPLOY, where, verb="apply change sets")
-        result = applying.apply(session, ctx, changeset, requester=who.name)
+        result = applying.apply(session, ctx, changeset, requester=who.name, message=message)
         return {
             "changeset": views.changeset_of(session, changeset),
             "deployments": [views.deployment(d) for d in result.deployments],

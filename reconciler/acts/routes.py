@@ -144,7 +144,7 @@ ROUTES: tuple[Route, ...] = (
          "Cancel a deployment that has not taken traffic", "Cancelled", None, DEPLOYMENT_ID),
     _act("POST", "/api/v1/changesets/{changeset_id}/apply", "deploying:apply_changeset",
          "Apply a draft change set, or request its approval (the deploy grant there)",
-         "ChangeSetApplied", None, CHANGESET_ID),
+         "ChangeSetApplied", "ChangeSetApply", CHANGESET_ID),
     _act("POST", "/api/v1/changesets/{changeset_id}/discard", "deploying:discard_changeset",
          "Discard a draft or a change set pending approval (the deploy grant there)",
          "ChangeSetOne", None, CHANGESET_ID),

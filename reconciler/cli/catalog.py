@@ -24,6 +24,7 @@ COMMANDS: dict[str, dict[str, str]] = {
     "reconciler.cli.offline": {
         "validate": "validate a nebula.toml",
         "render": "print the Kubernetes manifests a nebula.toml would create",
+        "init": "write a commented starter nebula.toml",
     },
     "reconciler.cli.imports": {
         "import": "write a nebula.toml from what a team has (a Compose file)",

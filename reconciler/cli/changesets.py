@@ -24,6 +24,13 @@ def register(subparsers: common.Subparsers) -> None:
     common.add_json(p)
     p = common.command(changeset, "apply", apply, "apply a draft (or request its approval)")
     p.add_argument("id")
+    p.add_argument(
+        "--message",
+        "-m",
+        metavar="TEXT",
+        help="what you say about it (at most 500 characters): shown with the change set, its "
+        "deployments and its approval request",
+    )
     common.add_json(p)
     p = common.command(changeset, "discard", discard, "discard a draft or a pending change set")
     p.add_argument("id")
@@ -79,6 +86,8 @@ def _print(data: dict[str, Any]) -> None:
     output.echo(head + (f"  commit {commit}" if commit else "") + f"  owner {requester(data)}")
     if data.get("commit_message"):
         output.echo(f"  {data['commit_message']}")
+    if data.get("applied_message"):
+        output.echo(f"  message: {data['applied_message']}")
     gate = data.get("gate")
     ended = data["state"] not in OPEN_STATES
     if data.get("note") and ended:
@@ -120,7 +129,8 @@ def show(args: argparse.Namespace) -> int:
 
 def apply(args: argparse.Namespace) -> int:
     changeset_id = common.parse_id(args.id, "change set")
-    applied = common.api(args).post(f"/api/v1/changesets/{changeset_id}/apply")
+    body = {"message": args.message} if args.message is not None else None
+    applied = common.api(args).post(f"/api/v1/changesets/{changeset_id}/apply", body)
     data, deployments, ended = applied["changeset"], applied["deployments"], applied["ended"]
     if args.json:
         output.print_json({"changeset": data, "deployments": deployments, "ended": ended})

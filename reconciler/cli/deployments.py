@@ -218,6 +218,12 @@ def show(args: argparse.Namespace) -> int:
 def _requested(args: argparse.Namespace, data: dict[str, Any]) -> int:
     if args.json:
         output.print_json(data)
+    elif data.get("already_requested"):
+        approval = data["approval"]
+        output.echo(
+            f"already requested: deployment {data['deployment']['id']}"
+            + (f", approval {approval['id']}" if approval else "")
+        )
     else:
         d = data["deployment"]
         output.echo(

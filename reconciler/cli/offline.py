@@ -1,6 +1,6 @@
-"""``nebula validate`` and ``nebula render``: work on a nebula.toml file, with no server and no
-store. Their parsers are declared here, light; the parser, the validator and the renderer
-load when the command runs (``files``, ``rendering``).
+"""``nebula validate``, ``nebula render`` and ``nebula init``: work on a nebula.toml file, with
+no server and no store. Their parsers are declared here, light; the parser, the validator, the
+renderer and the templates load when the command runs (``files``, ``rendering``, ``starters``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from renderers import capabilities
 
 VALIDATE = Part("reconciler.cli.files", "validate")
 RENDER = Part("reconciler.cli.rendering", "render")
+INIT = Part("reconciler.cli.starters", "init")
 _SLUG = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
 
@@ -59,6 +60,20 @@ def register(subparsers: common.Subparsers) -> None:
         help="the cluster's Kubernetes version (default: latest)",
     )
     parser.set_defaults(func=_later(RENDER))
+
+    parser = subparsers.add_parser(
+        "init",
+        help="write a commented starter nebula.toml",
+        description="Write a starter nebula.toml into DIR (default: here), from a template whose "
+        "comments explain the format. An existing nebula.toml is never overwritten.",
+    )
+    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help="default: here")
+    parser.add_argument(
+        "--template", metavar="NAME", help="which starter (default: web; see --list)"
+    )
+    parser.add_argument("--list", action="store_true", help="list the templates")
+    common.add_json(parser)
+    parser.set_defaults(func=_later(INIT))
 
 
 def _release_number(text: str) -> int:

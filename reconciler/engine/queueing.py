@@ -51,7 +51,9 @@ def create(
     awaiting_approval: bool,
     message: str | None = None,
     changeset_id: int | None = None,
+    said: str | None = None,
 ) -> schema.Deployment:
+    """``said``: the message the person applying its change set gave, in its first event."""
     now = clock.now()
     state = transitions.initial_state(awaiting_approval)
     deployment = schema.Deployment(
@@ -73,6 +75,8 @@ def create(
     session.add(deployment)
     session.flush()
     requested = f"{kind.value} of {unit.name} {release.name} requested"
+    if said:
+        requested += f' with the message "{said}"'
     if message and awaiting_approval:
         requested += f": {message}"
     events.deployment(session, now, deployment, requested, actor=requested_by)

@@ -134,6 +134,15 @@ def available_for_rollback(session: Session, unit: schema.Unit) -> list[schema.R
     )
 
 
+def ever_served(session: Session, unit: schema.Unit) -> bool:
+    """Whether any release of ``unit`` ever went live (active now, retired or unavailable)."""
+    served = (ReleaseStatus.ACTIVE, ReleaseStatus.RETIRED, ReleaseStatus.UNAVAILABLE)
+    found = select(schema.Release.id).where(
+        schema.Release.unit_id == unit.id, schema.Release.status.in_([s.value for s in served])
+    )
+    return session.scalars(found.limit(1)).first() is not None
+
+
 def by_name(session: Session, unit: schema.Unit, name: str) -> schema.Release | None:
     number = numbers.whole(name.strip().lower().removeprefix("r-").removeprefix("r"))
     if number is None:

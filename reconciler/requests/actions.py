@@ -27,7 +27,7 @@ from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
 from reconciler.errors import ConflictError, GateError, NotFoundError
 from reconciler.model.frozen import FrozenRelease
-from reconciler.requests import approvals, gates, guards, starting
+from reconciler.requests import approvals, gates, guards, repeats, starting
 from reconciler.store import events, schema
 
 
@@ -36,6 +36,11 @@ class Requested:
     deployment: schema.Deployment
     approval: schema.Approval | None = None
     ended: list[Ended] = field(default_factory=list)
+    repeated: bool = False  # an identical request was still open: this is that one
+
+    @classmethod
+    def again(cls, repeat: repeats.Repeated) -> Requested:
+        return cls(repeat.deployment, repeat.approval, repeated=True)
 
 
 def request(
@@ -130,6 +135,9 @@ def rollback(
     unit = projects.unit(session, _environment(session, slug, env_name, who, "roll back"), service)
     available = releases.available_for_rollback(session, unit)
     target = _rollback_target(session, unit, available, f"{service} in {env_name}", to)
+    repeat = repeats.of_release(session, unit, DeploymentKind.ROLLBACK, target)
+    if repeat is not None:
+        return Requested.again(repeat)
     return request(session, ctx, unit, target, DeploymentKind.ROLLBACK, who.name)
 
 
@@ -215,11 +223,15 @@ def promote(
         )
     if refused is not None:  # skipped: that is an admin's call
         rights.require_admin(who, f"skip the promotion gate ({refused})")
+    frozen = FrozenRelease.of(config, spec).with_image(image)
+    repeat = repeats.of_config(session, target, DeploymentKind.PROMOTE, frozen)
+    if repeat is not None:
+        return Requested.again(repeat)
     release = releases.create(
         session,
         ctx.clock,
         target,
-        FrozenRelease.of(config, spec).with_image(image),
+        frozen,
         f"promoted from {source_env} {source.active_release.name}",
     )
     return request(
@@ -237,9 +249,11 @@ def redeploy(
         raise ConflictError(
             f"Cannot redeploy {service} in {env_name}: it has never had a healthy release"
         )
-    release = releases.create(
-        session, ctx.clock, unit, releases.frozen(active), f"redeploy of {active.name}"
-    )
+    frozen = releases.frozen(active)
+    repeat = repeats.of_config(session, unit, DeploymentKind.DEPLOY, frozen)
+    if repeat is not None:
+        return Requested.again(repeat)
+    release = releases.create(session, ctx.clock, unit, frozen, f"redeploy of {active.name}")
     return request(session, ctx, unit, release, DeploymentKind.DEPLOY, who.name)
 
 

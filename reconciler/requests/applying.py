@@ -35,12 +35,14 @@ from reconciler.core.states import (
 )
 from reconciler.engine import queueing, recording, releases
 from reconciler.engine.queueing import Ended
-from reconciler.errors import ConflictError, RefusedError
+from reconciler.errors import ConfigurationError, ConflictError, RefusedError
 from reconciler.model import graph
 from reconciler.model.frozen import FrozenRelease
 from reconciler.model.specs import EnvironmentConfig, ServiceSpec
 from reconciler.requests import approvals, changesets, domains, gates, guards, starting
 from reconciler.store import events, schema
+
+MESSAGE_LIMIT = 500  # characters of ``changeset apply --message``
 
 
 @dataclass
@@ -128,9 +130,17 @@ def _over_cap(
 
 
 def apply(
-    session: Session, ctx: Context, changeset: schema.ChangeSet, *, requester: str
+    session: Session,
+    ctx: Context,
+    changeset: schema.ChangeSet,
+    *,
+    requester: str,
+    message: str | None = None,
 ) -> Applied:
-    """Apply ``changeset`` now, or say why not (``Applied.refused``)."""
+    """Apply ``changeset`` now, or say why not (``Applied.refused``). ``message``: what the
+    person applying it says (``--message``), recorded on the change set, its deployments'
+    first event and its approval request."""
+    said = applied_message(message)
     if changeset.state != ChangeSetState.DRAFT.value:
         raise ConflictError(
             f"Change set {changeset.id} is {changeset.state}; only a draft can be applied"
@@ -164,6 +174,7 @@ def apply(
     if refused is not None:
         return _refuse(session, ctx, changeset, refused, requester)
     result = Applied(changeset)
+    changeset.applied_message = said  # before the approval request, which shows it
     frozen = {name: _release_config(changeset, config, name, units.get(name)) for name in order}
     if outcome is not None:
         result.approval = approvals.request(
@@ -193,6 +204,7 @@ def apply(
                 awaiting_approval=not passes,
                 message=outcome.message if outcome is not None else None,
                 changeset_id=changeset.id,
+                said=said,
             )
         )
     if passes:
@@ -208,6 +220,19 @@ def apply(
             actor=requester,
         )
     return result
+
+
+def applied_message(text: str | None) -> str | None:
+    """The message given when applying, trimmed (an empty one is none); refused over
+    ``MESSAGE_LIMIT`` characters, as the console's dialog does (004: "up to 500")."""
+    said = (text or "").strip()
+    if len(said) > MESSAGE_LIMIT:
+        raise ConfigurationError(
+            f"The message is {len(said)} characters long; a change set's message is at most "
+            f"{MESSAGE_LIMIT}",
+            hint="shorten it; the commit message and the change set's lines say the rest",
+        )
+    return said or None
 
 
 def _release_config(
@@ -243,6 +268,9 @@ def _new_unit(
     if removed is not None:
         removed.kind = kind
         removed.auto_deploy = auto_deploy
+        if not releases.ever_served(session, removed):
+            # Only ever in a change set that ended unapplied: new again, listed as a new one is.
+            removed.status = ServiceStatus.ACTIVE.value
         return removed
     unit = schema.Unit(
         project_id=env.project_id,

@@ -18,9 +18,10 @@ from reconciler.core.states import (
     ChangeSetState,
     DeploymentState,
     LineKind,
+    ServiceStatus,
 )
 from reconciler.core.transitions import Trigger
-from reconciler.engine import recording
+from reconciler.engine import recording, releases
 from reconciler.errors import ConflictError, NotFoundError
 from reconciler.model.specs import EnvironmentConfig
 from reconciler.requests import approvals
@@ -194,3 +195,34 @@ def discard(
     for deployment in deployments_of(session, changeset.id):
         if deployment.state == DeploymentState.AWAITING_APPROVAL.value:
             recording.move(session, clock, deployment, Trigger.CANCEL, message=note, actor=actor)
+    drop_drafted_units(session, clock, changeset, actor=actor)
+
+
+def drop_drafted_units(
+    session: Session, clock: Clock, changeset: schema.ChangeSet, *, actor: str | None
+) -> list[str]:
+    """A change set that ended unapplied (discarded, replaced, expired) takes with it the
+    services its first-deploy lines created: they existed only in it (004: "Discarding a draft
+    that created a service removes that service, because it only existed in the draft"), so
+    they are no longer listed with a cancelled r-1. Nothing of theirs reached the cluster; the
+    next push stages a first deploy again if the file still declares them. A service that ever
+    served a release, or has a deployment still open elsewhere, stays."""
+    units = projects.units(session, changeset.environment)
+    dropped = []
+    for line in changeset.lines:
+        unit = units.get(line.service)
+        if line.kind != LineKind.FIRST_DEPLOY.value or unit is None:
+            continue
+        if releases.ever_served(session, unit) or recording.open_for_unit(session, unit.id):
+            continue
+        unit.status = ServiceStatus.REMOVED.value
+        events.unit(
+            session,
+            clock.now(),
+            unit,
+            f"{unit.name} removed from {changeset.environment.name}: it existed only in change "
+            f"set {changeset.id}, which ended {changeset.state}",
+            actor=actor,
+        )
+        dropped.append(unit.name)
+    return dropped

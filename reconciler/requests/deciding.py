@@ -153,6 +153,7 @@ def expire(session: Session, ctx: Context, approval: schema.Approval) -> None:
             changesets.move(
                 session, ctx.clock, changeset, ChangeSetState.DISCARDED, note, actor=None
             )
+            changesets.drop_drafted_units(session, ctx.clock, changeset, actor=None)
 
 
 def expire_due(session: Session, ctx: Context) -> list[schema.Approval]:

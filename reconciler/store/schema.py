@@ -186,6 +186,8 @@ class ChangeSet(Base):
     file_text: Mapped[str] = mapped_column(Text)  # recorded for the environment on apply
     manifest_files: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
     note: Mapped[str | None] = mapped_column(Text)  # why it ended, or which lines drifted
+    # What the person who applied it said (``changeset apply --message``, at most 500 characters).
+    applied_message: Mapped[str | None] = mapped_column(Text)
     # Its promotion gate, in an environment with promote_from (all None otherwise).
     gate_environment: Mapped[str | None] = mapped_column(String(40))
     gate_soak_seconds: Mapped[int | None] = mapped_column(Integer)

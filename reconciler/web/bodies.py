@@ -56,6 +56,14 @@ class Promote(In):
     )
 
 
+class ChangeSetApply(In):
+    message: str | None = Field(
+        default=None,
+        description="what you say about it, at most 500 characters (longer is refused): "
+        "recorded on the change set, its deployments' first event and its approval request",
+    )
+
+
 class Redeploy(In):
     environment: str = Field(pattern=NAME_PATTERN, validation_alias=_ENVIRONMENT)
 

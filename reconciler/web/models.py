@@ -213,6 +213,9 @@ class ChangeSet(Out):
     message: str | None = Field(description="how it ended once it has, else the commit message")
     commit_message: str | None
     note: str | None = Field(description="how it ended (replaced, rejected, expired, refused)")
+    applied_message: str | None = Field(
+        default=None, description="what the person who applied it said (changeset apply --message)"
+    )
     gate: Gate | None = Field(
         default=None, description="its promotion gate; null without promote_from"
     )
@@ -273,6 +276,11 @@ class Requested(Out):
     deployment: Deployment
     approval: Approval | None = Field(description="the approval it waits for, or passed by")
     ended: list[Ended]
+    already_requested: bool = Field(
+        default=False,
+        description="true: an identical request was still waiting or in flight, and this is "
+        "that one (nothing new was created)",
+    )
 
 
 class UnitDiff(Out):

@@ -57,8 +57,8 @@ def test_the_readme_flow_runs(
     ran = {}
     for command in COMMANDS:
         argv = shlex.split(command)[1:]
-        if argv[0] in ("validate", "render", "completion", "demo", "serve", "login"):
-            continue  # need a file, a shell or a server; tested on their own (test_login.py)
+        if argv[0] in ("init", "validate", "render", "completion", "demo", "serve", "login"):
+            continue  # write or need a file, a shell or a server; tested on their own
         if argv[:2] == ["status", "--watch"] or argv[0] == "wait":
             continue  # they block: tests/cli/test_following.py
         if argv[:2] == ["project", "add"]:

@@ -192,7 +192,8 @@ def test_a_change_set_passes_by_skip_only_when_every_service_has_it(
 def test_approving_ends_older_pending_requests_for_the_same_service(live: Nebula) -> None:
     live.ok("member add bo --role admin")
     first = live.ok("redeploy shop api --env production --as ada --json").json
-    second = live.ok("redeploy shop api --env production --as ada --json").json
+    # Another request for api (a repeat of the first would be the first: test_repeated_requests)
+    second = live.ok("promote shop api --from staging --to production --as ada --json").json
     out = live.ok(f"approve {second['approval']['id']} --as bo --json").json
     assert out["ended"] == [
         {"id": first["deployment"]["id"], "service": "api", "release": "r-2", "state": "superseded"}

@@ -15,7 +15,8 @@ from fixtures import loading
 from reconciler.admin import principals, projects
 from reconciler.core.rights import Grant, Principal
 from reconciler.core.states import GrantKind
-from reconciler.requests import actions, suspending
+from reconciler.engine import recording
+from reconciler.requests import actions, starting, suspending
 from reconciler.store import schema
 from reconciler.web.app import create_app
 from tests.plugins import people
@@ -53,9 +54,23 @@ class Acting:
 
     # -- fresh targets --------------------------------------------------------------------
 
+    def call_off(self, env: str) -> None:
+        """End what earlier requests left open for api in ``env``."""
+        with self.nebula.ctx.db.transaction() as session:
+            self._call_off_open(session, env)
+
+    def _call_off_open(self, session: Session, env_name: str = "production") -> None:
+        """End what an earlier request left open for api (an approved redeploy stays in
+        flight): asked again, that same request would be the answer, not a new one."""
+        env = projects.environment(session, projects.get(session, "shop"), env_name)
+        unit = projects.unit(session, env, "api")
+        for open_one in recording.open_for_unit(session, unit.id):
+            starting.cancel(session, self.nebula.ctx.clock, open_one, "test")
+
     def pending_approval(self, requester: str = "bob") -> str:
         """A redeploy of production's api asked by ``requester``: a new pending approval."""
         with self.nebula.ctx.db.transaction() as session:
+            self._call_off_open(session)
             who = deploying(session, requester)
             asked = actions.redeploy(session, self.nebula.ctx, "shop", "api", "production", who)
             assert asked.approval is not None and asked.approval.state == "pending"
@@ -64,6 +79,7 @@ class Acting:
     def open_deployment(self) -> str:
         """A deployment nobody has decided yet (awaiting approval in production)."""
         with self.nebula.ctx.db.transaction() as session:
+            self._call_off_open(session)
             who = deploying(session, "bob")
             asked = actions.redeploy(session, self.nebula.ctx, "shop", "api", "production", who)
             return str(asked.deployment.id)

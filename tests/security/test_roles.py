@@ -56,6 +56,7 @@ def _decide(verb: str) -> Callable[[Acting, str | None], tuple[int, bool]]:
 
 def _ask(verb: str, body: dict[str, str]) -> Callable[[Acting, str | None], tuple[int, bool]]:
     def call(acting: Acting, who: str | None) -> tuple[int, bool]:
+        acting.call_off(body.get("to", body.get("environment", "")))  # so it is a new request
         before = acting.deployment_count()
         response = acting.post(f"/api/v1/projects/shop/services/api/{verb}", who, json=body)
         if acting.deployment_count() == before:
