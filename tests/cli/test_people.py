@@ -231,7 +231,7 @@ def test_a_grant_never_lets_anyone_approve_their_own_request(
     assert (refused.code, refused.err) == (
         1,
         "error: Your policy forbids approving your own deploys: someone else must approve "
-        "this request.\n",
+        "this request.\nhint: who can approve it: alice, bob\n",
     )
 
 
