@@ -60,15 +60,7 @@ def add(
     interval: timedelta = timedelta(seconds=60),
     vault: Vault | None = None,
 ) -> schema.Project:
-    if not SLUG.fullmatch(slug):
-        raise ConfigurationError(
-            f"{shown(slug)} is not a valid project slug",
-            hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
-        )
-    if find(session, slug) is not None:
-        raise ConflictError(f"A project named '{slug}' already exists")
-    _check_repo(repo)
-    _check_interval(interval)
+    check_new(session, slug, repo, branch=branch, path=path, interval=interval)
     project = schema.Project(
         slug=slug,
         repo_url="",
@@ -83,6 +75,29 @@ def add(
     session.add(project)
     session.flush()
     return project
+
+
+def check_new(
+    session: Session,
+    slug: str,
+    repo: str,
+    *,
+    branch: str = "main",
+    path: str = "nebula.toml",
+    interval: timedelta = timedelta(seconds=60),
+) -> None:
+    """What ``add`` refuses, said before anything else is done (such as asking the remote)."""
+    if not SLUG.fullmatch(slug):
+        raise ConfigurationError(
+            f"{shown(slug)} is not a valid project slug",
+            hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
+        )
+    if find(session, slug) is not None:
+        raise ConflictError(f"A project named '{slug}' already exists")
+    _check_repo(repo)
+    _branch(branch)
+    _path(path)
+    _check_interval(interval)
 
 
 def _check_repo(repo: str) -> None:
