@@ -11,7 +11,7 @@ import yaml
 
 from reconciler import reconciling, views
 from reconciler.acts.calls import Call, Document
-from reconciler.admin import projects
+from reconciler.admin import projects, repositories
 from reconciler.core import rights
 from reconciler.core.states import AdminAction
 from reconciler.durations import parse_duration
@@ -32,12 +32,17 @@ def add_project(call: Call) -> Document:
         if interval_text
         else ctx.settings.poll_interval
     )
+    repo = call.text("repo")
+    with ctx.db.reading() as session:  # what is refused anyway, before the remote is asked
+        projects.check_new(session, slug, repo, branch=branch, path=path, interval=interval)
+    if not call.flag("no_check"):
+        repositories.check(ctx.git, repo, branch)
     with ctx.db.transaction() as session:
         project = projects.add(
             session,
             ctx.clock,
             slug,
-            call.text("repo"),
+            repo,
             branch=branch,
             path=path,
             interval=interval,

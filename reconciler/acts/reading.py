@@ -64,9 +64,14 @@ def list_deployments(call: Call) -> Document:
     changeset = call.option("changeset")
     with call.ctx.db.reading() as session:
         query = select(schema.Deployment).order_by(schema.Deployment.id.desc())
-        project_id = _project_id(session, call.option("project"))
-        if project_id is not None:
-            query = query.where(schema.Deployment.project_id == project_id)
+        slug = call.option("project")
+        project = projects.get(session, slug) if slug is not None else None
+        if project is not None:
+            query = query.where(schema.Deployment.project_id == project.id)
+            if env is not None:  # a name that is not there is an error, not an empty list
+                place = projects.environment(session, project, env)
+                if service is not None:
+                    projects.unit(session, place, service)
         if env is not None:
             query = query.join(
                 schema.Environment, schema.Environment.id == schema.Deployment.environment_id

@@ -154,7 +154,7 @@ ROUTES: tuple[Route, ...] = (
     _act("POST", "/api/v1/projects/{slug}/resume", "deploying:resume",
          "Resume a suspended project or environment (admin)", "Suspended", "Resume", SLUG),
     _act("POST", "/api/v1/projects", "projects:add_project",
-         "Register a project to watch (admin)", "ProjectOne", "ProjectAdd"),
+         "Register a project to watch (admin)", "ProjectOne", "ProjectAdd", git=True),
     _act("POST", "/api/v1/projects/{slug}/settings", "projects:set_project",
          "Change a project setting (admin)", "ProjectSet", "Setting", SLUG),
     _act("DELETE", "/api/v1/projects/{slug}", "projects:remove_project",

@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from reconciler import numbers
+from reconciler import numbers, suggestions
 from reconciler.clock import Clock
 from reconciler.core import messages
 from reconciler.core.states import ServiceStatus
@@ -35,6 +35,7 @@ from reconciler.store import schema
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 
+NO_PROJECTS = "no project is registered yet: add one with nebula project add"
 SETTABLE = (
     "concurrency",
     "interval",
@@ -59,15 +60,7 @@ def add(
     interval: timedelta = timedelta(seconds=60),
     vault: Vault | None = None,
 ) -> schema.Project:
-    if not SLUG.fullmatch(slug):
-        raise ConfigurationError(
-            f"{shown(slug)} is not a valid project slug",
-            hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
-        )
-    if find(session, slug) is not None:
-        raise ConflictError(f"A project named '{slug}' already exists")
-    _check_repo(repo)
-    _check_interval(interval)
+    check_new(session, slug, repo, branch=branch, path=path, interval=interval)
     project = schema.Project(
         slug=slug,
         repo_url="",
@@ -82,6 +75,29 @@ def add(
     session.add(project)
     session.flush()
     return project
+
+
+def check_new(
+    session: Session,
+    slug: str,
+    repo: str,
+    *,
+    branch: str = "main",
+    path: str = "nebula.toml",
+    interval: timedelta = timedelta(seconds=60),
+) -> None:
+    """What ``add`` refuses, said before anything else is done (such as asking the remote)."""
+    if not SLUG.fullmatch(slug):
+        raise ConfigurationError(
+            f"{shown(slug)} is not a valid project slug",
+            hint="use lowercase letters, digits and '-', starting with a letter, at most 40 characters",
+        )
+    if find(session, slug) is not None:
+        raise ConflictError(f"A project named '{slug}' already exists")
+    _check_repo(repo)
+    _branch(branch)
+    _path(path)
+    _check_interval(interval)
 
 
 def _check_repo(repo: str) -> None:
@@ -210,8 +226,10 @@ def get(session: Session, slug: str, *, lock: bool = False) -> schema.Project:
     query = select(schema.Project).where(schema.Project.slug == slug)
     project = session.scalars(query.with_for_update() if lock else query).first()
     if project is None:
+        known = list(session.scalars(select(schema.Project.slug).order_by(schema.Project.slug)))
         raise NotFoundError(
-            f"No project named {shown(slug)}", hint="list them with: nebula project list"
+            f"No project named {shown(slug)}",
+            hint=suggestions.hint(slug, known, "projects", none=NO_PROJECTS),
         )
     return project
 
@@ -267,10 +285,10 @@ def environment(session: Session, project: schema.Project, name: str) -> schema.
         )
     ).first()
     if env is None:
-        known = ", ".join(e.name for e in project.environments) or "none yet"
+        known = [e.name for e in project.environments]
         raise NotFoundError(
             f"Project '{project.slug}' has no environment {shown(name)}",
-            hint=f"environments: {known}",
+            hint=suggestions.hint(name, known, "environments", none="no environments yet"),
         )
     return env
 
@@ -282,6 +300,7 @@ def unit(session: Session, env: schema.Environment, name: str) -> schema.Unit:
     if row is None:
         raise NotFoundError(
             f"No service {shown(name)} in {env.project.slug}/{env.name}",
+            hint=suggestions.hint(name, sorted(units(session, env)), "services and databases"),
         )
     return row
 

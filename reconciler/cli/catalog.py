@@ -16,6 +16,7 @@ import textwrap
 import reconciler
 from reconciler import settings
 from reconciler.cli import output
+from reconciler.cli.parsing import Parser
 
 VERSION = f"nebula {reconciler.__version__}"
 
@@ -87,13 +88,6 @@ COMMANDS: dict[str, dict[str, str]] = {
 }
 OWNER = {command: module for module, lines in COMMANDS.items() for command in lines}
 HELP = {command: line for lines in COMMANDS.values() for command, line in lines.items()}
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        """Bad usage: one line on stderr, exit 2 (argparse's own convention, kept explicit)."""
-        output.error(f"{message} (see: {self.prog} --help)")
-        raise SystemExit(output.EXIT_USAGE)
 
 
 def settings_help() -> str:

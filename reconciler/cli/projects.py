@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.cli import common, output, tables
 from reconciler.client import paths
 from reconciler.durations import format_duration, parse_duration
-from reconciler.errors import ConfigurationError
+from reconciler.errors import ConfigurationError, RefusedError, shown
 from reconciler.gitsource import urls
 
 if TYPE_CHECKING:
@@ -32,6 +33,11 @@ def register(subparsers: common.Subparsers) -> None:
     p.add_argument("--branch", default="main")
     p.add_argument("--path", default="nebula.toml")
     p.add_argument("--interval", default=None, help="poll interval, e.g. 60 or 5m (default 60s)")
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="do not check that the repository answers and has the branch",
+    )
     common.add_json(p)
     p = common.command(project, "list", project_list, "list projects")
     common.add_json(p)
@@ -39,6 +45,9 @@ def register(subparsers: common.Subparsers) -> None:
         project, "remove", project_remove, "tear down every environment, then forget the project"
     )
     p.add_argument("slug")
+    p.add_argument(
+        "--yes", "-y", action="store_true", help="do not ask for the slug to be typed (scripts)"
+    )
     common.add_json(p)
     p = common.command(project, "set", project_set, "change a project setting")
     p.add_argument("slug")
@@ -78,6 +87,7 @@ def project_add(args: argparse.Namespace) -> int:
         "branch": args.branch,
         "path": args.path,
         "interval": args.interval,
+        **({"no_check": True} if args.no_check else {}),  # (a server before 1.2 knows no such key)
     }
     data = api.post("/api/v1/projects", body)["project"]
     if args.json:
@@ -134,7 +144,28 @@ def project_set(args: argparse.Namespace) -> int:
 
 
 def project_remove(args: argparse.Namespace) -> int:
-    removal = common.api(args).delete(paths.api("projects", args.slug))
+    if not args.yes and not sys.stdin.isatty():  # nobody to ask: a script says --yes
+        output.error(
+            f"not removing {args.slug} without confirmation: it tears down every environment "
+            "of the project, and there is no terminal to confirm on",
+            hint=f"in a script: nebula project remove {args.slug} --yes",
+        )
+        return output.EXIT_USAGE
+    api = common.api(args)
+    if not args.yes:
+        api.get(paths.api("projects", args.slug))  # an unknown project is said before asking
+        sys.stderr.write(
+            f"This tears down every environment of {args.slug} and forgets the project.\n"
+            f"Type {args.slug} to confirm: "
+        )
+        sys.stderr.flush()
+        typed = sys.stdin.readline().strip()
+        if typed != args.slug:
+            raise RefusedError(
+                f"project {args.slug} not removed: "
+                + (f"{shown(typed)} is not {args.slug}" if typed else "nothing was typed")
+            )
+    removal = api.delete(paths.api("projects", args.slug))
     if args.json:
         output.print_json(removal)
     elif removal["forgotten"]:

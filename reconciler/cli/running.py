@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from reconciler.cli import catalog, common, output
+from reconciler.cli import catalog, common, output, parsing
 from reconciler.errors import NebulaError
 
 COMMAND_MODULES = tuple(catalog.COMMANDS)
@@ -58,8 +58,8 @@ def _run(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     args.root_parser = parser  # what `nebula completion` describes
     func: Handler | None = getattr(args, "func", None)
-    if func is None:
-        parser.print_help(sys.stderr)
+    if func is None:  # (a command whose own commands are optional: never so far)
+        parsing.innermost(args, parser).print_help(sys.stderr)
         return output.EXIT_USAGE
     try:
         output.configure(args)

@@ -59,15 +59,32 @@ def evaluate(request: Request, policies: Policies) -> Outcome:
 
 
 def check_decider(
-    decider: Principal, requester: str, policies: Policies, where: Where, *, approve: bool
+    decider: Principal,
+    requester: str,
+    policies: Policies,
+    where: Where,
+    *,
+    approve: bool,
+    deciders: tuple[str, ...] = (),
 ) -> None:
     """Raises ``ForbiddenError`` (its message is shown to them: CLI, API, Slack) when
-    ``decider`` may not decide an approval ``requester`` asked for in ``where``."""
+    ``decider`` may not decide an approval ``requester`` asked for in ``where``; refused their
+    own, the hint names who can (``deciders``: who holds the approve grant there)."""
     rights.require(decider, GrantKind.APPROVE, where, verb="approve" if approve else "reject")
     if policies.forbid_self_approval and decider.name == requester:
+        others = [name for name in deciders if name != requester]
         raise ForbiddenError(
-            "Your policy forbids approving your own deploys: someone else must approve this request."
+            "Your policy forbids approving your own deploys: someone else must approve this request.",
+            hint=f"who can approve it: {', '.join(others)}" if others else _no_one_else(where),
         )
+
+
+def _no_one_else(where: Where) -> str:
+    return (
+        "no one else can approve it: an admin can grant it to someone (nebula grant add NAME "
+        f"approve --project {where.project} --env {where.environment}), or turn the policy off "
+        "(nebula policy set forbid_self_approval false)"
+    )
 
 
 def check_canceller(canceller: Principal, requester: str, where: Where, *, deployment: int) -> None:

@@ -153,6 +153,14 @@ class GitCache:
             results.append(HeadResult(commit, _as_result_error(failed) if failed else None))
         return results
 
+    def branches(self, url: str) -> list[str]:
+        """The branches ``url`` has, sorted (one ref advertisement, nothing fetched); raises
+        our error when it cannot be asked (``nebula project add`` checks with this)."""
+        advertised = self._advertised(url)
+        if isinstance(advertised, NebulaError):
+            raise advertised
+        return sorted(name.removeprefix("refs/heads/") for name in advertised)
+
     def _advertised(self, url: str) -> dict[str, str] | NebulaError:
         """The branches ``url`` advertises (ref name -> commit id), or why it could not say."""
         doing = "list the branches of"

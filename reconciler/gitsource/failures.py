@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from reconciler.errors import Blocker, NebulaError, PermanentError, TransientError
 from reconciler.gitsource import urls
 
+RETRIED = " The next poll tries again."  # ends a transient failure's message
 _UNUSABLE_URL = (
     "unsupported url protocol",
     "invalid argument",
@@ -54,14 +55,12 @@ def wrap(
             "Check the token for this host in NEBULA_GIT_CREDENTIALS.",
             code=Blocker.DELIVERY,
         )
-    return TransientError(
-        f"Could not {doing} {where}: {detail}. The next poll tries again.", code=Blocker.DELIVERY
-    )
+    return TransientError(f"Could not {doing} {where}: {detail}.{RETRIED}", code=Blocker.DELIVERY)
 
 
 def missing_path(remote: urls.RemoteUrl, doing: str) -> TransientError:
     """libgit2 calls a missing local path an "unsupported URL protocol"; say what it is."""
     return TransientError(
-        f"Could not {doing} {remote.safe}: no repository at that path. The next poll tries again.",
+        f"Could not {doing} {remote.safe}: no repository at that path.{RETRIED}",
         code=Blocker.DELIVERY,
     )

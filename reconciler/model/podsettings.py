@@ -52,8 +52,9 @@ class ProcessPods:
     domains: tuple[str, ...] = ()
 
 
-def read_process(reader: Reader, ptype: ProcessType) -> ProcessPods:
-    """The process's 1.2 keys; ``reader`` reads the process table."""
+def read_process(reader: Reader, ptype: ProcessType | None) -> ProcessPods:
+    """The process's 1.2 keys; ``reader`` reads the process table; ``ptype`` None: the type
+    is invalid (its own error), so nothing that depends on it is checked."""
     if (reader.has("cpu") or reader.has("memory")) and reader.has("instance_size"):
         key = "cpu" if reader.has("cpu") else "memory"
         reader.error(
@@ -87,11 +88,11 @@ def _quantity(reader: Reader, key: str, pattern: re.Pattern[str], example: str) 
     return value
 
 
-def _autoscale(reader: Reader, ptype: ProcessType) -> Autoscale | None:
+def _autoscale(reader: Reader, ptype: ProcessType | None) -> Autoscale | None:
     table = reader.table_of("autoscale")
     if table is None:
         return None
-    if not ptype.is_long_running:
+    if ptype is not None and not ptype.is_long_running:
         reader.error(
             "autoscale",
             Code.INVALID_VALUE,
@@ -128,11 +129,11 @@ def _autoscale(reader: Reader, ptype: ProcessType) -> Autoscale | None:
     return Autoscale(low, high, cpu)
 
 
-def _http_path(reader: Reader, ptype: ProcessType, key: str) -> str | None:
+def _http_path(reader: Reader, ptype: ProcessType | None, key: str) -> str | None:
     value = reader.string(key, None, example='"/livez"')
     if value is None:
         return None
-    if ptype is not ProcessType.HTTP:
+    if ptype not in (None, ProcessType.HTTP):
         reader.error(
             key, Code.INVALID_VALUE, f"{key} applies to http processes only", f"remove {key}"
         )
@@ -170,11 +171,11 @@ def _grace(reader: Reader) -> int:
     return seconds
 
 
-def _domains(reader: Reader, ptype: ProcessType) -> tuple[str, ...]:
+def _domains(reader: Reader, ptype: ProcessType | None) -> tuple[str, ...]:
     domains = reader.strings("domains", example='["shop.example.com"]')
     if domains is None:
         return ()
-    if ptype is not ProcessType.HTTP:
+    if ptype not in (None, ProcessType.HTTP):
         reader.error(
             "domains",
             Code.INVALID_VALUE,

@@ -64,9 +64,14 @@ class Reader:
         self.path = path
         self.locate = locate
         allowed = tuple(allowed)
+        # A known key not written here -> the unknown key written in its place (``typ`` for
+        # ``type``): the typo is the one error; ``missing`` says nothing more about that key.
+        self.misspelt: dict[str, str] = {}
         for key in table:
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1)
+                if close and close[0] not in table:
+                    self.misspelt.setdefault(close[0], key)
                 hint = f"did you mean '{close[0]}'? " if close else ""
                 self.problems.add(
                     self.locate((*path, key)),
@@ -95,6 +100,10 @@ class Reader:
         )
 
     def missing(self, key: str, example: str) -> None:
+        """A required key is not there; unless an unknown key close to it is (already
+        reported as the typo it is: one mistake, one error)."""
+        if key in self.misspelt:
+            return
         self.problems.add(
             self.locate(self.path),
             Code.MISSING_KEY,
@@ -105,6 +114,10 @@ class Reader:
 
     def has(self, key: str) -> bool:
         return key in self.table
+
+    def meant(self, key: str) -> bool:
+        """``key`` is written, or misspelt (so a check for its absence would repeat the typo)."""
+        return key in self.table or key in self.misspelt
 
     def string(self, key: str, default: str | None = None, *, example: str = '"..."') -> str | None:
         if key not in self.table:

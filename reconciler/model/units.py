@@ -133,9 +133,11 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
         kind = reader.choice("type", [t.value for t in ProcessType], None, Code.INVALID_VALUE)
         if kind is None and not reader.has("type"):
             reader.missing("type", '"http"  # or worker, cron, job')
-        ptype = ProcessType(kind or ProcessType.WORKER)
+        # Without a valid type, nothing that depends on it is checked: the type's own error is
+        # the one to fix (a typo in ``type`` would otherwise bring "applies to http only" too).
+        ptype = ProcessType(kind) if kind else None
         port = reader.integer("port", None, minimum=1, maximum=65535)
-        if ptype is ProcessType.HTTP and port is None and not reader.has("port"):
+        if ptype is ProcessType.HTTP and port is None and not reader.meant("port"):
             problems.add(
                 service.locate(path),
                 Code.MISSING_PORT,
@@ -143,12 +145,12 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
                 "add port = 8080 (the port the process listens on)",
                 key=True,
             )
-        if port is not None and not ptype.is_long_running:
+        if port is not None and ptype is not None and not ptype.is_long_running:
             reader.error(
                 "port", Code.INVALID_VALUE, f"a {ptype} process takes no port", "remove port"
             )
         readiness = reader.string("readiness_path", "/", example='"/healthz"') or "/"
-        if reader.has("readiness_path") and ptype is not ProcessType.HTTP:
+        if reader.has("readiness_path") and ptype not in (None, ProcessType.HTTP):
             reader.error(
                 "readiness_path",
                 Code.INVALID_VALUE,
@@ -165,7 +167,7 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
         schedule = reader.string("schedule", None, example='"0 3 * * *"')
         if ptype is ProcessType.CRON:
             _check_schedule(problems, reader, name, schedule)
-        elif reader.has("schedule"):
+        elif reader.has("schedule") and ptype is not None:
             reader.error(
                 "schedule",
                 Code.INVALID_VALUE,
@@ -173,7 +175,7 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
                 'remove schedule, or set type = "cron"',
             )
         primary = reader.boolean("primary", False)
-        if primary and not ptype.is_long_running:
+        if primary and ptype is not None and not ptype.is_long_running:
             reader.error(
                 "primary",
                 Code.INVALID_VALUE,
@@ -202,7 +204,7 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
         out.append(
             ProcessSpec(
                 name=name,
-                type=ptype,
+                type=ptype or ProcessType.WORKER,  # (an invalid file: never used)
                 command=reader.strings("command", example='["gunicorn", "app:app"]'),
                 port=port,
                 readiness_path=readiness,
@@ -236,7 +238,7 @@ def _read_processes(problems: Problems, service: Reader) -> tuple[ProcessSpec, .
 def _check_schedule(problems: Problems, reader: Reader, name: str, schedule: str | None) -> None:
     hint = schedules.HINT
     if schedule is None:
-        if not reader.has("schedule"):
+        if not reader.meant("schedule"):
             problems.add(
                 reader.locate(reader.path),
                 Code.INVALID_SCHEDULE,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from reconciler import suggestions
 from reconciler.admin import principals, projects
 from reconciler.context import Context
 from reconciler.core import approving, rights
@@ -155,7 +156,16 @@ def _rollback_target(
         return available[0]
     target = releases.by_name(session, unit, to)
     if target is None:
-        raise NotFoundError(f"{where} has no release {to}")
+        raise NotFoundError(
+            f"{where} has no release {to}",
+            hint=suggestions.hint(
+                to,
+                [r.name for r in available],
+                "releases to roll back to",
+                none="there is no earlier release to roll back to",
+                near=False,
+            ),
+        )
     if target.status == ReleaseStatus.ACTIVE.value:
         raise ConflictError(f"{target.name} is already active for {where}")
     if target.status == ReleaseStatus.UNAVAILABLE.value:

@@ -71,6 +71,7 @@ def decide(
         policies.load(session),
         principals.where(approval.environment),
         approve=approve,
+        deciders=principals.deciders(session, approval.environment),
     )
     decider = who.name
     decision = Decision(approval)

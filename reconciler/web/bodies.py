@@ -102,6 +102,10 @@ class ProjectAdd(In):
         max_length=durations.TEXT_LONGEST,
         description="poll interval (default 60s)",
     )
+    no_check: bool = Field(
+        default=False,
+        description="register it without checking that the repository answers and has the branch",
+    )
 
 
 class Setting(In):

@@ -177,12 +177,12 @@ def test_removing_a_project_tears_down_every_environment_and_forgets_it(
     nebula.settle()
     nebula.ok("approve 1 --as alice")
     nebula.settle()
-    refused = nebula.cli("project remove shop --as carol")
+    refused = nebula.cli("project remove shop --yes --as carol")
     assert (refused.code, refused.err) == (
         1,
         "error: carol may not remove projects: needs the admin role (carol is a member)\n",
     )
-    removed = nebula.ok("project remove shop --as alice")
+    removed = nebula.ok("project remove shop --yes --as alice")
     assert removed.out == "project shop torn down and removed\n"
     assert nebula.json("project list")["projects"] == []
     gone = nebula.cli("status shop")
@@ -212,7 +212,7 @@ def test_units_of_an_unreachable_cluster_wait_in_pending_teardown(
         raise TransientError("the cluster cannot be reached")
 
     monkeypatch.setattr(simulated.SimulatedCluster, "teardown", unreachable)
-    waiting = nebula.ok("project remove shop --as alice --json").json
+    waiting = nebula.ok("project remove shop --yes --as alice --json").json
     assert waiting["forgotten"] is False
     assert sorted(waiting["pending_teardown"]) == sorted(
         f"{e}/{u}" for e in ("staging", "production") for u in ("db", "api", "worker")

@@ -77,7 +77,7 @@ def test_every_option_and_project_setting_says_so_in_one_line(
     nebula: Nebula, command: str, code: int, said: str
 ) -> None:
     nebula.ok("member add olga --role owner")
-    nebula.ok("project add shop --repo /srv/shop")
+    nebula.ok("project add shop --repo /srv/shop --no-check")
     refused = nebula.cli(command)
     assert refused.code == code
     assert said in refused.err.splitlines()[0] and "Traceback" not in refused.err
@@ -116,7 +116,7 @@ def test_the_api_takes_exactly_what_the_parser_reads(text: str) -> None:
 @pytest.mark.parametrize(
     "command",
     ["token create --expires 1h30m", "token create --expires 90s", "token create --expires 3600",
-     "audit --since 1.5h", "audit --since 999999999999d", "project add x --repo /srv/x --interval 1.5m"],
+     "audit --since 1.5h", "audit --since 999999999999d", "project add x --repo /srv/x --interval 1.5m --no-check"],
 )  # fmt: skip
 def test_a_duration_the_command_takes_is_taken_through_either_door(
     door: Door, org: Nebula, command: str

@@ -64,7 +64,10 @@ def test_history_lists_releases_newest_first_with_their_state(
     ]
     assert lines[1].split()[-2:] == ["shop", commit[:7]]
     unknown = shop.cli("history shop nope --env staging")
-    assert (unknown.code, unknown.err) == (1, "error: No service 'nope' in shop/staging\n")
+    assert (unknown.code, unknown.err) == (
+        1,
+        "error: No service 'nope' in shop/staging\nhint: services and databases: api, db, worker\n",
+    )
 
 
 def test_wait_prints_each_state_change_and_exits_0_when_healthy(

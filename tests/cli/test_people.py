@@ -47,7 +47,7 @@ ADMIN_ACTS = [
     ("freeze remove 1", "carol may not remove freeze windows: needs the admin role (carol is a member)"),
     ("project add other --repo /nowhere", "carol may not add projects: needs the admin role (carol is a member)"),
     ("project set shop concurrency 2", "carol may not change project settings: needs the admin role (carol is a member)"),
-    ("project remove shop", "carol may not remove projects: needs the admin role (carol is a member)"),
+    ("project remove shop --yes", "carol may not remove projects: needs the admin role (carol is a member)"),
     ("grant add carol approve --project shop", "carol may not change grants: needs the admin role (carol is a member)"),
     ("service set shop api --env production skip_production_approval true", "carol may not change service settings: needs the admin role (carol is a member)"),
     ("suspend shop --reason mine", "carol may not suspend or resume projects: needs the admin role (carol is a member)"),
@@ -231,7 +231,7 @@ def test_a_grant_never_lets_anyone_approve_their_own_request(
     assert (refused.code, refused.err) == (
         1,
         "error: Your policy forbids approving your own deploys: someone else must approve "
-        "this request.\n",
+        "this request.\nhint: who can approve it: alice, bob\n",
     )
 
 
@@ -319,6 +319,6 @@ def test_an_administrator_s_acts_print_the_same_through_either_door(
     pending = next(c for c in org.changesets() if c["state"] == "pending-approval")
     discarded = door.act("bob", f"changeset discard {pending['id']}")
     assert discarded.out == f"change set {pending['id']} discarded\n"
-    removed = door.act("bob", "project remove shop -o json")
+    removed = door.act("bob", "project remove shop --yes -o json")
     assert removed.json == {"project": "shop", "forgotten": True, "pending_teardown": []}
     assert {actor for actor, _, _ in _audit(org)} == {"bob"}, "every act audited as bob"

@@ -3,6 +3,7 @@ written (with its options), and the flow it describes runs against a real store.
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
 from pathlib import Path
@@ -46,11 +47,15 @@ def test_every_readme_command_parses_as_written(command: str) -> None:
     assert getattr(args, "func", None) is not None, command
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def test_the_readme_flow_runs(
     nebula: Nebula, git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The README's commands in its order, on the storefront sample (shop, api, production)."""
-    import io
     import sys
 
     git_repo.commit({"nebula.toml": loading.project("storefront")}, "Shop")
@@ -65,6 +70,8 @@ def test_the_readme_flow_runs(
             argv[argv.index("--repo") + 1] = str(git_repo.url)
         if argv[:2] == ["secret", "set"]:
             monkeypatch.setattr(sys, "stdin", io.StringIO("sk_test_value\n"))
+        if argv[:2] == ["project", "remove"]:
+            monkeypatch.setattr(sys, "stdin", _Terminal(argv[2] + "\n"))  # the slug, typed
         result = nebula.cli(*argv)
         ran[command] = result.code
         if argv[0] == "reconcile":

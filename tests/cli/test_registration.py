@@ -80,13 +80,14 @@ def test_a_path_outside_the_repository_is_refused_at_registration(
 def test_names_git_allows_are_taken(
     nebula: Nebula, branch: str, path: str, stored_path: str
 ) -> None:
-    nebula.ok("project", "add", "shop", "--repo", "/srv/shop", "--branch", branch, "--path", path)
+    argv = ["project", "add", "shop", "--repo", "/srv/shop", "--branch", branch, "--path", path]
+    nebula.ok(*argv, "--no-check")
     (project,) = nebula.json("project list")["projects"]
     assert (project["branch"], project["path"]) == (branch, stored_path)
 
 
 def test_project_set_checks_the_branch_and_the_path_the_same_way(nebula: Nebula) -> None:
-    nebula.ok("project add shop --repo /srv/shop")
+    nebula.ok("project add shop --repo /srv/shop --no-check")
     refused = nebula.cli("project", "set", "shop", "branch", "--", "--upload-pack=x")
     assert refused.err == (
         "error: '--upload-pack=x' cannot be the tracked branch: it starts with '-'\n" + BRANCH_HINT
@@ -128,7 +129,7 @@ def test_a_repository_url_git_would_misread_is_refused_at_registration(
         "with no part that starts with '-'"
     )
     assert nebula.json("project list")["projects"] == []
-    nebula.ok("project add shop --repo /srv/shop")
+    nebula.ok("project add shop --repo /srv/shop --no-check")
     again = nebula.cli("project", "set", "shop", "repo", repo)
     assert again.code == 1 and said in again.err
 
@@ -138,6 +139,7 @@ def test_a_relative_path_is_the_directory_here_in_local_mode(
 ) -> None:
     """``--repo ./shop`` names the directory the command runs in (a server refuses one: its
     working directory is nobody's business, tests/cli/test_remote.py)."""
+    git_repo.commit({"nebula.toml": "[environments.staging]\n"}, "First")
     monkeypatch.chdir(git_repo.path.parent)
     relative = f"./{git_repo.path.name}"
     said = nebula.ok(f"project add shop --repo {relative}").out
@@ -155,4 +157,4 @@ def test_a_relative_path_is_the_directory_here_in_local_mode(
 def test_what_git_reads_as_no_option_is_registered(nebula: Nebula, repo: str) -> None:
     """Only ssh hands a URL's parts to a command line: an https path may start with '-', and
     an IPv6 host is no remote helper."""
-    assert nebula.cli("project", "add", "shop", "--repo", repo).code == 0
+    assert nebula.cli("project", "add", "shop", "--repo", repo, "--no-check").code == 0

@@ -84,6 +84,9 @@ READS = [
     "deployment show 999",
     "deployment show x1",
     "history shop nope --env staging",
+    "history shop apii --env staging",  # did you mean 'api'? (issue 29)
+    "history shopp api --env stagin",
+    "deployments shop --env prod",
 ]
 
 

@@ -142,7 +142,7 @@ def test_rollback_refusals(faulty: Nebula, git_repo: GitRepo) -> None:
     cases = {
         "r-2": "error: r-2 is already active for api in staging\n",
         "r-3": "error: r-3 never went live for api in staging; only a retired release can be rolled back to\n",
-        "r-9": "error: api in staging has no release r-9\n",
+        "r-9": "error: api in staging has no release r-9\nhint: releases to roll back to: r-1\n",
     }
     for target, err in cases.items():
         refused = nebula.cli(f"rollback shop api --env staging --to {target}")

@@ -217,7 +217,7 @@ def test_approving_your_own_request_is_refused_when_the_policy_forbids_it(
     (reply,) = ephemeral_replies(slack_server)
     assert reply["text"] == (
         "Not done: Your policy forbids approving your own deploys: someone else must approve "
-        "this request."
+        "this request. (who can approve it: bob)"
     )
     assert snapshot(flow) == before
     assert flow.click(web, "U2", APPROVE, approval_id).status_code == 200

@@ -109,6 +109,9 @@ def test_a_request_by_the_only_admin_says_no_one_else_can_approve(live: Nebula) 
     assert own.code == 1
     assert own.err == (
         "error: Your policy forbids approving your own deploys: someone else must approve this request.\n"
+        "hint: no one else can approve it: an admin can grant it to someone (nebula grant add NAME "
+        "approve --project shop --env production), or turn the policy off "
+        "(nebula policy set forbid_self_approval false)\n"
     )
     live.ok("member add cy --role member")  # cannot approve: nothing changes
     assert live.unit("production", "api")["deployment"]["message"] == ONLY_ADMIN

@@ -63,7 +63,10 @@ def test_a_release_name_of_other_digits_names_no_release(acting: Acting, digits:
     result = acting.nebula.cli(
         "rollback", "shop", "api", "--env", "staging", "--to", f"r-{digits}", "--as", "bob"
     )
-    assert (result.code, result.err) == (1, f"error: api in staging has no release r-{digits}\n")
+    assert (result.code, result.err) == (
+        1,
+        f"error: api in staging has no release r-{digits}\nhint: releases to roll back to: r-1\n",
+    )
     answer = acting.post(
         "/api/v1/projects/shop/services/api/rollback",
         "bob",

@@ -18,7 +18,7 @@ from tests.web.world import nebula_command
 
 def test_a_failed_statement_does_not_quote_its_values(nebula: Nebula) -> None:
     canary = "cnry-row-" + secrets.token_hex(8)
-    nebula.ok("project add shop --repo /srv/shop")
+    nebula.ok("project add shop --repo /srv/shop --no-check")
     with pytest.raises(IntegrityError) as failed, nebula.ctx.db.transaction() as session:
         session.add(
             schema.Project(

@@ -49,7 +49,7 @@ class Served:
 
 @pytest.fixture
 def web(nebula: Nebula) -> Iterator[httpx.Client]:
-    nebula.ok("project add shop --repo /srv/shop")
+    nebula.ok("project add shop --repo /srv/shop --no-check")
     with AppServer(create_app(nebula.ctx)) as server, httpx.Client(base_url=server.url) as c:
         yield c
 

@@ -113,7 +113,7 @@ def test_metric_labels_name_only_registered_projects_and_say_which_service_faile
     assert (("project", "shop"), ("result", "ok")) in counted_now
     # ... and dropped with the project, like the store's series.
     shop.nebula.ok("member add root --role owner")
-    shop.nebula.ok("project remove shop --as root")
+    shop.nebula.ok("project remove shop --yes --as root")
     after = _samples(live.get("/metrics").text)
     assert not any(
         ("project", "shop") in labels or ("project", "not-registered") in labels
