@@ -81,9 +81,9 @@ def test_webapp_production_raises_replicas_and_keeps_other_variables() -> None:
 
 def test_webapp_deploys_the_database_first() -> None:
     config = load("webapp").configs[0]
-    assert graph.apply_order(config) == ["db", "web", "worker"]
+    assert graph.apply_order(config) == ["cache", "db", "web", "worker"]
     # The worker only reaches the site by address: host() does not order deploys.
-    assert graph.dependencies(config, "worker") == ("db",)
+    assert graph.dependencies(config, "worker") == ("cache", "db")
 
 
 def test_shop_has_what_its_readme_promises() -> None:
