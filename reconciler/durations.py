@@ -62,3 +62,12 @@ def format_duration(value: timedelta) -> str:
     if seconds % 60 == 0 and seconds:
         return f"{seconds // 60}m"
     return f"{seconds}s"
+
+
+def format_age(value: timedelta) -> str:
+    """How long ago, roughly, as people say it: ``45s``, ``12m``, ``3h``, ``2d``."""
+    seconds = max(0, int(value.total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -9,15 +9,18 @@ reach these: drift shows which key of it differs, not what either side holds.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
 
 from reconciler.admin import projects
 from reconciler.clock import utc
 from reconciler.core.states import Sync
+from reconciler.durations import format_age
 from reconciler.model.frozen import FrozenRelease
 from reconciler.model.specs import ServiceSpec
-from reconciler.store import schema
+from reconciler.store import heartbeats, schema
 
 if TYPE_CHECKING:
     from reconciler.engine.drifting import Inspection
@@ -85,4 +88,37 @@ def published(active: schema.Release | None, scaled: dict[str, int]) -> dict[str
             }
             for p in unit.processes
         ],
+    }
+
+
+# A pass runs every few seconds under ``nebula serve``: none for this long means none runs.
+STALE_AFTER = timedelta(minutes=2)
+
+
+def reconciler(session: Session, now: datetime) -> dict[str, Any]:
+    """``{"as_of", "last_run_at", "by", "stale", "message"}``: when a reconcile pass last ran,
+    and, when that is long ago or never, what to do about it (``status``, ``wait`` and the page
+    say it). ``as_of`` is the server's time of the answer: what ages are counted from."""
+    found = heartbeats.last(session)
+    if found is None:
+        return {
+            "as_of": _iso(now),
+            "last_run_at": None,
+            "by": None,
+            "stale": True,
+            "message": "No reconciler has run yet: nothing moves until `nebula serve` runs or "
+            "someone runs `nebula reconcile`.",
+        }
+    age = now - found.beat_at
+    stale = age >= STALE_AFTER
+    return {
+        "as_of": _iso(now),
+        "last_run_at": _iso(found.beat_at),
+        "by": found.owner,
+        "stale": stale,
+        "message": f"No reconciler has run for {format_age(age)} (the last pass: "
+        f"{_iso(found.beat_at)} on {found.owner}): nothing moves until `nebula serve` runs or "
+        "someone runs `nebula reconcile`."
+        if stale
+        else None,
     }

@@ -5,12 +5,17 @@ NEBULA_DRIFT_INTERVAL. Shared by ``nebula reconcile`` and the scheduler of ``neb
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from reconciler.context import Context
 from reconciler.engine import drifting, ticking
+from reconciler.errors import NebulaError
 from reconciler.gitops import polling
 from reconciler.requests import deciding, proceeding, removing
+from reconciler.store import heartbeats
+
+log = logging.getLogger("nebula.reconcile")
 
 
 @dataclass
@@ -43,8 +48,20 @@ def advance(ctx: Context, project: str | None = None) -> tuple[int, bool]:
     """Change sets whose promotion gate passed go on (or end, when it failed), then one tick of
     the deployments, then the gates again if a deployment moved (it may be what one waits
     for). Returns (steps taken, anything still moving); a soak is time passing, not motion."""
+    beat(ctx)
     gated = proceeding.recheck(ctx, project)
     moved, busy = ticking.tick(ctx, project)
     if moved:
         gated += proceeding.recheck(ctx, project)
     return moved + gated, busy or bool(gated)
+
+
+def beat(ctx: Context) -> None:
+    """The heartbeat (``store.heartbeats``): a pass is running now. A beat the store refuses
+    (another replica's at the same moment, a store that is down) is lost, not an error: the
+    next pass beats again."""
+    try:
+        with ctx.db.transaction() as session:
+            heartbeats.beat(session, ctx.clock.now(), ticking.replica_id(ctx))
+    except NebulaError as exc:
+        log.debug("heartbeat not recorded: %s", exc.message)

@@ -10,7 +10,7 @@ from typing import TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import views
+from reconciler import liveviews, views
 from reconciler.acts.calls import Call, Document
 from reconciler.admin import projects
 from reconciler.core.states import ApprovalState, ChangeSetState
@@ -54,7 +54,10 @@ def status(call: Call) -> Document:
         rows = [projects.get(session, project)] if project else projects.listing(session)
         if env is not None and project is not None:
             projects.environment(session, rows[0], env)
-        return {"projects": [views.project_status(session, p, env) for p in rows]}
+        return {
+            "projects": [views.project_status(session, p, env) for p in rows],
+            "reconciler": liveviews.reconciler(session, call.ctx.clock.now()),
+        }
 
 
 def list_deployments(call: Call) -> Document:

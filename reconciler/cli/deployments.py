@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.cli import common, output, tables, watching
 from reconciler.client import paths
+from reconciler.durations import format_age
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -77,10 +79,20 @@ def _or_sync(key: str) -> Callable[[tables.Row], object]:
 
 
 def _sync(unit: tables.Row) -> str:
-    """``synced``, ``drifted (2)`` or ``unknown``, as the SYNC column shows it."""
+    """``synced 3m ago``, ``drifted (2) 40s ago`` or ``unknown``, as the SYNC column shows it:
+    with how old the last drift check is."""
+    shown = str(unit["sync"])
     if unit["sync"] == "drifted":
-        return f"drifted ({len(unit['drift'])})"
-    return str(unit["sync"])
+        shown = f"drifted ({len(unit['drift'])})"
+    checked, now = unit.get("drift_checked_at"), unit.get("as_of")
+    if checked:
+        age = _time(now) - _time(checked) if now else datetime.now(UTC) - _time(checked)
+        shown += f" {format_age(age)} ago"
+    return shown
+
+
+def _time(text: object) -> datetime:
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
 
 
 def _suspended(data: dict[str, Any]) -> str:
@@ -127,13 +139,15 @@ EVENT_COLUMNS = (
 
 
 def status_data(args: argparse.Namespace) -> list[dict[str, Any]]:
-    projects: list[dict[str, Any]] = common.api(args).get(
-        "/api/v1/status", project=args.project, env=args.env
-    )["projects"]
+    found = common.api(args).get("/api/v1/status", project=args.project, env=args.env)
+    projects: list[dict[str, Any]] = found["projects"]
+    args.reconciler = found.get("reconciler")  # (a server before 1.2 says nothing of it)
     return projects
 
 
-def print_status(data: list[dict[str, Any]]) -> None:
+def print_status(data: list[dict[str, Any]], as_of: str | None = None) -> None:
+    """The status tables; ``as_of``: the server's time, that the drift checks' ages count from
+    (else this machine's)."""
     if not data:
         output.echo("No projects yet (add one with: nebula project add SLUG --repo URL).")
     for project in data:
@@ -152,7 +166,7 @@ def print_status(data: list[dict[str, Any]]) -> None:
             if env["suspended"]:
                 output.echo(f"  {env['name']} SUSPENDED {_suspended(env['suspended'])}")
         rows = [
-            {**unit, "environment": env["name"], "namespace": env["namespace"]}
+            {**unit, "environment": env["name"], "namespace": env["namespace"], "as_of": as_of}
             for env in project["environments"]
             for unit in env["services"]
         ]
@@ -177,10 +191,13 @@ def status(args: argparse.Namespace) -> int:
     if args.watch:
         return watching.watch(args, status_data, print_status)
     data = status_data(args)
+    reconciler = args.reconciler
     if args.json:
-        output.print_json({"projects": data})
+        output.print_json({"projects": data, "reconciler": reconciler})
         return 0
-    print_status(data)
+    print_status(data, (reconciler or {}).get("as_of"))
+    if reconciler and reconciler.get("stale"):
+        output.warning(reconciler["message"])
     return 0
 
 

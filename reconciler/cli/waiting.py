@@ -33,6 +33,7 @@ class Seen:
     done: bool
     ok: bool
     message: str | None = None
+    project: str | None = None
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -57,6 +58,7 @@ def _look_deployment(api: Api, deployment_id: int) -> Seen:
         done=state.is_final,
         ok=state is DeploymentState.HEALTHY,
         message=d["message"] or f"deployment {d['id']} ended {d['state']}",
+        project=d["project"],
     )
 
 
@@ -67,7 +69,7 @@ def _look_changeset(api: Api, changeset_id: int) -> Seen:
     lines = (f"change set {c['id']}: {c['state']}", *(_deployment_line(d) for d in deployments))
     what = f"change set {c['id']}"
     if state.is_open:
-        return Seen(what, c["state"], lines, done=False, ok=False)
+        return Seen(what, c["state"], lines, done=False, ok=False, project=c["project"])
     if state is not ChangeSetState.APPLIED:
         message = c["note"] or f"change set {c['id']} {c['state']}"
         return Seen(what, c["state"], lines, done=True, ok=False, message=message)
@@ -78,8 +80,19 @@ def _look_changeset(api: Api, changeset_id: int) -> Seen:
         why = first["message"] or first["state"]
         message = f"{first['service']} {first['release']} ended {first['state']}: {why}"
         done = len(ended) == len(deployments)
-        return Seen(what, c["state"], lines, done=done, ok=False, message=message)
-    return Seen(what, c["state"], lines, done=len(ended) == len(deployments), ok=True)
+        return Seen(
+            what, c["state"], lines, done=done, ok=False, message=message, project=c["project"]
+        )
+    done = len(ended) == len(deployments)
+    return Seen(what, c["state"], lines, done=done, ok=True, project=c["project"])
+
+
+def _nothing_reconciles(api: Api, project: str | None) -> str | None:
+    """Why nothing will move, when no reconciler has run for a while (the server's heartbeat);
+    None while one runs."""
+    found = api.get("/api/v1/status", project=project)
+    reconciler = found.get("reconciler") or {}
+    return reconciler.get("message") if reconciler.get("stale") else None
 
 
 def wait(args: argparse.Namespace) -> int:
@@ -99,6 +112,7 @@ def wait(args: argparse.Namespace) -> int:
     printed: dict[int, str] = {}
     what = f"change set {args.changeset}" if args.changeset is not None else f"deployment {args.id}"
     said = ""  # the last failure to look, said once until it changes
+    idle: str | None = None  # why nothing moves, once looked at
     while True:
         try:
             seen = look()
@@ -127,11 +141,15 @@ def wait(args: argparse.Namespace) -> int:
                 return output.EXIT_OK
             output.error(seen.message or "ended")
             return output.EXIT_REFUSED
+        if idle is None:
+            idle = _nothing_reconciles(api, seen.project) or ""
+            if idle:
+                output.warning(idle)
         if time.monotonic() >= deadline:
             output.error(
                 f"timed out after {format_duration(args.timeout)}: {seen.what} is still "
                 f"{seen.state}",
-                hint="wait again with a longer --timeout, or see: nebula deployments",
+                hint=idle or "wait again with a longer --timeout, or see: nebula deployments",
             )
             return output.EXIT_TIMEOUT
         time.sleep(LOOK_EVERY)

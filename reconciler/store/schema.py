@@ -353,6 +353,16 @@ class Lease(Base):
     expires_at: Mapped[datetime]
 
 
+class Heartbeat(Base):
+    """When a reconcile pass last ran, and on which replica: what tells people that nothing is
+    reconciling (no ``nebula serve``, no ``nebula reconcile``) when nothing moves."""
+
+    __tablename__ = "heartbeats"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(100))
+    beat_at: Mapped[datetime]
+
+
 class ClusterObject(Base):
     """The simulated cluster's objects: stored, so they survive a restart of the reconciler."""
 

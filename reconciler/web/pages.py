@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
 
+from reconciler import liveviews
 from reconciler.admin import projects
 from reconciler.core.states import DeploymentState
 from reconciler.errors import NotFoundError
@@ -20,7 +21,10 @@ State = Annotated[AppState, Depends(get_state)]
 
 
 def _page(state: AppState, name: str, **context: Any) -> HTMLResponse:
-    return HTMLResponse(templating.render(name, now=state.ctx.clock.now(), **context))
+    now = state.ctx.clock.now()
+    with state.ctx.db.reading() as session:
+        reconciler = liveviews.reconciler(session, now)  # said on every page when idle
+    return HTMLResponse(templating.render(name, now=now, reconciler=reconciler, **context))
 
 
 def _slug(text: str) -> str:
