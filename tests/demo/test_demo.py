@@ -42,7 +42,7 @@ def test_the_demo_runs_the_main_job_end_to_end_and_cleans_up() -> None:
     # A first deploy's "before" reads (none), never Python's None.
     assert re.search(r"db\s+first_deploy\s+\(none\) -> postgres 16", out)
     assert "None" not in out
-    assert "production  change set 2 waits: Waiting for db to be healthy in staging" in out
+    assert "production  change set 2 waits: Waiting for cache to be healthy in staging" in out
     assert out.index("change set 2 waits") < out.index("approval 1: production change set 2")
     assert re.search(r"Verified in staging: web r-1 healthy since \S+ \S+ UTC \(\d+s\)", out)
     assert "production  change set 4 waits: Waiting for web to be healthy in staging" in out
