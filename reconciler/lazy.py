@@ -12,6 +12,7 @@ nowhere else imports inside a function. The names are checked by ``tests/test_ho
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,15 @@ class Part:
 
     def get(self) -> Any:
         return getattr(importlib.import_module(self.module), self.attribute)
+
+    def calling(self) -> Callable[..., Any]:
+        """A function that imports this part when first called, then calls it: a command's
+        handler registered without loading the module it lives in."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.get()(*args, **kwargs)
+
+        return call
 
     def __str__(self) -> str:
         return f"{self.module}:{self.attribute}"

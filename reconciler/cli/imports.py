@@ -7,20 +7,11 @@ command runs (``composefiles``).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 from reconciler.cli import common
 from reconciler.lazy import Part
 
 COMPOSE = Part("reconciler.cli.composefiles", "import_compose")
-
-
-def _later(part: Part) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        handler: Callable[[argparse.Namespace], int] = part.get()
-        return handler(args)
-
-    return run
 
 
 def register(subparsers: common.Subparsers) -> None:
@@ -54,7 +45,7 @@ def register(subparsers: common.Subparsers) -> None:
         default=[],
         help="the image of a service that Compose builds (build: without image); repeatable",
     )
-    parser.set_defaults(func=_later(COMPOSE))
+    parser.set_defaults(func=COMPOSE.calling())
 
 
 def _image(text: str) -> tuple[str, str]:

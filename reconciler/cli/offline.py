@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
 
 from reconciler import numbers
 from reconciler.cli import common
@@ -20,19 +19,11 @@ INIT = Part("reconciler.cli.starters", "init")
 _SLUG = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
 
-def _later(part: Part) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        handler: Callable[[argparse.Namespace], int] = part.get()
-        return handler(args)
-
-    return run
-
-
 def register(subparsers: common.Subparsers) -> None:
     parser = subparsers.add_parser("validate", help="validate a nebula.toml")
     parser.add_argument("path", help="the nebula.toml file")
     parser.add_argument("--json", action="store_true", help="print the problems as JSON")
-    parser.set_defaults(func=_later(VALIDATE))
+    parser.set_defaults(func=VALIDATE.calling())
 
     parser = subparsers.add_parser(
         "render",
@@ -59,7 +50,7 @@ def register(subparsers: common.Subparsers) -> None:
         default=capabilities.LATEST,
         help="the cluster's Kubernetes version (default: latest)",
     )
-    parser.set_defaults(func=_later(RENDER))
+    parser.set_defaults(func=RENDER.calling())
 
     parser = subparsers.add_parser(
         "init",
@@ -73,7 +64,7 @@ def register(subparsers: common.Subparsers) -> None:
     )
     parser.add_argument("--list", action="store_true", help="list the templates")
     common.add_json(parser)
-    parser.set_defaults(func=_later(INIT))
+    parser.set_defaults(func=INIT.calling())
 
 
 def _release_number(text: str) -> int:
