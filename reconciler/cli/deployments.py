@@ -196,7 +196,7 @@ def status(args: argparse.Namespace) -> int:
         output.print_json({"projects": data, "reconciler": reconciler})
         return 0
     print_status(data, (reconciler or {}).get("as_of"))
-    if reconciler and reconciler.get("stale"):
+    if data and reconciler and reconciler.get("stale"):  # (nothing to reconcile: nothing said)
         output.warning(reconciler["message"])
     return 0
 

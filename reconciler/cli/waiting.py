@@ -58,7 +58,7 @@ def _look_deployment(api: Api, deployment_id: int) -> Seen:
         done=state.is_final,
         ok=state is DeploymentState.HEALTHY,
         message=d["message"] or f"deployment {d['id']} ended {d['state']}",
-        project=d["project"],
+        project=d.get("project"),
     )
 
 
@@ -69,7 +69,7 @@ def _look_changeset(api: Api, changeset_id: int) -> Seen:
     lines = (f"change set {c['id']}: {c['state']}", *(_deployment_line(d) for d in deployments))
     what = f"change set {c['id']}"
     if state.is_open:
-        return Seen(what, c["state"], lines, done=False, ok=False, project=c["project"])
+        return Seen(what, c["state"], lines, done=False, ok=False, project=c.get("project"))
     if state is not ChangeSetState.APPLIED:
         message = c["note"] or f"change set {c['id']} {c['state']}"
         return Seen(what, c["state"], lines, done=True, ok=False, message=message)
@@ -81,10 +81,10 @@ def _look_changeset(api: Api, changeset_id: int) -> Seen:
         message = f"{first['service']} {first['release']} ended {first['state']}: {why}"
         done = len(ended) == len(deployments)
         return Seen(
-            what, c["state"], lines, done=done, ok=False, message=message, project=c["project"]
+            what, c["state"], lines, done=done, ok=False, message=message, project=c.get("project")
         )
     done = len(ended) == len(deployments)
-    return Seen(what, c["state"], lines, done=done, ok=True, project=c["project"])
+    return Seen(what, c["state"], lines, done=done, ok=True, project=c.get("project"))
 
 
 def _nothing_reconciles(api: Api, project: str | None) -> str | None:

@@ -109,4 +109,5 @@ def render(name: str, **context: Any) -> str:
     context.setdefault("now", datetime.now(UTC))
     context.setdefault("refresh", 0)
     context.setdefault("crumbs", [])
+    context.setdefault("reconciler", None)  # (an error page does not read the heartbeat)
     return _env.get_template(name).render(**context)

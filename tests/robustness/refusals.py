@@ -102,7 +102,10 @@ WAITING = {messages.WAITING_FOR_APPROVAL, messages.ONLY_ADMIN}
 
 def classify(message: str) -> str | None:
     """The name of the spec message ``message`` is, or None."""
+    # Unknown names carry a hint with the names there are (issue 29): the message is what
+    # precedes it.
+    bare = re.sub(r"(\n\s*hint: .*)+\Z", "", message)
     for name, pattern in PATTERNS.items():
-        if pattern.fullmatch(message):
+        if pattern.fullmatch(message) or pattern.fullmatch(bare):
             return name
     return None

@@ -59,7 +59,9 @@ def test_a_service_added_back_after_its_teardown_deploys_again(
     api = _staging(nebula)["api"]
     assert (api["active_release"], api["deployment"]) == ("r-2", None)
     assert _releases(nebula, "api") == [("r-1", "retired"), ("r-2", "active")]
-    events = [e.message for e in nebula.events() if e.kind == "unit"]
+    events = [
+        e.message for e in nebula.events() if e.kind == "unit" and e.message.startswith("api")
+    ]
     assert events[-1] == "api is back in nebula.toml"
 
 
