@@ -244,9 +244,17 @@ class KubernetesHarness:
     @contextmanager
     def cloudnative_pg(self, present: bool) -> Iterator[None]:
         if not present:
-            cnpg.uninstall(self.rest)
+            # The CRD stays: deleting it makes the API server reset connections for a while.
+            # Through the fault proxy the group version is simply not there.
+            self.proxy.fail(
+                "GET", rf"^/apis/{cnpg.GROUP}/v1(\?|$)", status=404, times=None, message="not found"
+            )
             self.cluster.discovery.forget()
-            yield
+            try:
+                yield
+            finally:
+                self.proxy.clear()
+                self.cluster.discovery.forget()
             return
         cnpg.install(self.rest)
         with cnpg.StandInOperator(self.rest, self.namespace).running():
