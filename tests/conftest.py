@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.plugins.nebula",
     "tests.plugins.doors",
     "tests.plugins.slack",
+    "tests.plugins.receivers",
 ]
