@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import json
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -39,7 +40,7 @@ def message_id(key: str) -> str:
 
 
 def body(kind: WebhookType, at: datetime, facts: Facts) -> bytes:
-    document = {"type": kind.value, "timestamp": _iso(at), "data": data(facts)}
+    document = {"type": kind.value, "timestamp": _iso(at), "data": data(facts, kind)}
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -58,8 +59,12 @@ def sign(secret: str, msg_id: str, stamp: str, content: bytes) -> str:
     return base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode("ascii")
 
 
-def data(facts: Facts) -> dict[str, Any]:
+def data(facts: Facts, kind: WebhookType | None = None) -> dict[str, Any]:
+    """The event's facts. An approval is read when the notice is sent, so a request sent
+    after its decision (a receiver that was down) still says what was requested: pending."""
     if isinstance(facts, ApprovalRequest):
+        if kind is WebhookType.APPROVAL_REQUESTED:
+            facts = replace(facts, decision=None)
         return _approval(facts)
     if isinstance(facts, Test):
         return {"channel": facts.channel, "by": facts.by, "url": facts.url}

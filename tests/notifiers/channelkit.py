@@ -19,7 +19,7 @@ from reconciler.admin import channels, projects
 from reconciler.clock import Clock
 from reconciler.context import Context
 from reconciler.store import schema
-from tests.plugins.receivers import Received
+from tests.plugins.receivers import Received, Receiver
 
 
 def add(
@@ -71,6 +71,11 @@ def verify(received: Received, secret: str, clock: Clock) -> Any:
     """The body, as the library returns it once the signature and timestamp check out."""
     with clock_of_the_receiver(clock):
         return standard.Webhook(secret).verify(received.body, received.headers)
+
+
+def verifying(receiver: Receiver, secrets: dict[str, str], clock: Clock) -> None:
+    """The receiver verifies each delivery as it arrives, with the secret of its path."""
+    receiver.check(lambda received: verify(received, secrets[received.path], clock))
 
 
 def types(received: list[Received], path: str) -> list[str]:

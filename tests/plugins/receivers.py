@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -28,6 +28,7 @@ class Received:
     query: dict[str, list[str]]
     headers: dict[str, str]  # lower-case names
     body: bytes
+    checked: Any = None  # what ``Receiver.check`` made of it when it arrived
 
     @property
     def json(self) -> Any:
@@ -47,6 +48,7 @@ class _State:
     received: list[Received] = field(default_factory=list)
     answers: list[Answer] = field(default_factory=list)
     down: Answer | None = None
+    check: Callable[[Received], Any] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -63,15 +65,16 @@ class _Handler(QuietHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         url = urlsplit(self.path)
         state = self.server.state
+        received = Received(
+            url.path, parse_qs(url.query), {k.lower(): v for k, v in self.headers.items()}, body
+        )
+        if state.check is not None:
+            try:
+                received.checked = state.check(received)
+            except Exception as exc:  # what the receiver's check refused, kept for the test
+                received.checked = exc
         with state.lock:
-            state.received.append(
-                Received(
-                    url.path,
-                    parse_qs(url.query),
-                    {k.lower(): v for k, v in self.headers.items()},
-                    body,
-                )
-            )
+            state.received.append(received)
             answer = state.down or (state.answers.pop(0) if state.answers else Answer())
         time.sleep(answer.delay)
         if answer.drop:
@@ -108,6 +111,10 @@ class Receiver:
         """The next requests get these answers, in order (then 202 again)."""
         with self._server.state.lock:
             self._server.state.answers.extend(answers)
+
+    def check(self, check: Callable[[Received], Any]) -> None:
+        """Run ``check`` on each request as it arrives (a signature check, at that moment)."""
+        self._server.state.check = check
 
     def outage(self, answer: Answer | None = None) -> None:
         self._server.state.down = answer or Answer(status=503)
