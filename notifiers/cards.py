@@ -1,8 +1,9 @@
 """Microsoft Teams: the message a Workflows webhook ("When a Teams webhook request is
 received", then "Post card in a chat or channel") takes, carrying one Adaptive Card 1.5.
 
-Pure. Texts are set as plain text where the card allows it; a TextBlock renders a little
-markdown, so brackets, emphasis marks and backslashes from data are escaped there.
+Pure. A TextBlock and a fact render a little markdown, so brackets, emphasis marks and
+backslashes from data are escaped there. Only what the published schema allows is set (no
+Teams-only ``msteams`` extension: a card that validates is one every host renders).
 tests/notifiers validate every card against the published schema.
 """
 
@@ -16,7 +17,8 @@ from notifiers.summaries import Summary
 CARD = "application/vnd.microsoft.card.adaptive"
 SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
 VERSION = "1.5"  # the newest Teams renders
-_MARKDOWN = re.compile(r"([\\*_\[\]()`#>~|-])")
+_MARKDOWN = re.compile(r"([\\*_\[\]`])")  # emphasis, links, code
+_LIST = re.compile(r"(?m)^(\s*)([-+*]|\d+\.)(\s)")  # a line that would start a list
 
 
 def message(summary: Summary) -> dict[str, Any]:
@@ -60,7 +62,6 @@ def card(summary: Summary) -> dict[str, Any]:
         "type": "AdaptiveCard",
         "version": VERSION,
         "body": body,
-        "msteams": {"width": "Full"},
     }
     if summary.link.startswith(("https://", "http://")):
         out["actions"] = [
@@ -70,4 +71,4 @@ def card(summary: Summary) -> dict[str, Any]:
 
 
 def escape(text: str) -> str:
-    return _MARKDOWN.sub(r"\\\1", text)
+    return _LIST.sub(r"\1\\\2\3", _MARKDOWN.sub(r"\\\1", text))
