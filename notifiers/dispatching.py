@@ -31,6 +31,7 @@ from notifiers import (
     webhooks,
 )
 from notifiers.channels import ChannelKind
+from notifiers.facts import ApprovalRequest
 from notifiers.keys import Kind
 from notifiers.notifying import Notifier
 from reconciler import logs
@@ -42,6 +43,9 @@ from reconciler.store.crypto import Vault
 Plan = delivering.Plan | posting.Request | smtp.Mail
 Sendable = delivering.Post | delivering.Edit | posting.Request | smtp.Mail
 NO_TOKEN = "Slack channels need NEBULA_SLACK_BOT_TOKEN on the server"
+DECIDED_FIRST = (
+    "the approval was decided before its request went out: its decision's notice says so"
+)
 # The default Slack channel's record, kept with the organization's settings.
 DEFAULT_KEYS = ("notify.default.delivered", "notify.default.error", "notify.default.error_at")
 
@@ -73,6 +77,11 @@ def prepare(
     facts = gathering.of_row(session, settings, Kind(row.kind), row.payload or {})
     if isinstance(facts, str):
         return delivering.Skip(facts)
+    decided = isinstance(facts, ApprovalRequest) and facts.decision is not None
+    if decided and Kind(row.kind) is Kind.APPROVAL_REQUEST and kind is not ChannelKind.WEBHOOK:
+        # People and pagers are told of the decision by its own notice; a webhook gets every
+        # event, in order, for the record.
+        return delivering.Skip(DECIDED_FIRST)
     secrets: dict[str, str] = json.loads(vault.decrypt(channel.secrets)) if channel.secrets else {}
     logs.SCRUBBER.add(secrets.values())  # no log line may carry them, whoever writes it
     if kind is ChannelKind.WEBHOOK:

@@ -2,7 +2,8 @@
 whenever the server offers it, AUTH when the URL has credentials) or ``smtps://`` (TLS from
 the first byte, port 465 by default). Certificates are verified as for any TLS client.
 
-The URL's password never appears in an error: a failure names the host only.
+The URL's password never appears in an error (a failure names the host only), and is never
+sent in the clear: a server that offers no STARTTLS gets no AUTH.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import smtplib
 import ssl
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from email.utils import parseaddr
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -70,12 +72,21 @@ def send(mail: Mail) -> dict[str, Any]:
         )
         with client:
             client.ehlo()
-            if not mail.server.implicit_tls and client.has_extn("starttls"):
+            secure = mail.server.implicit_tls
+            if not secure and client.has_extn("starttls"):
                 client.starttls(context=context)
                 client.ehlo()
+                secure = True
+            if mail.server.user is not None and not secure:
+                raise PermanentError(
+                    f"{where} offers no STARTTLS: the password of NEBULA_SMTP_URL is not sent "
+                    "in the clear",
+                    code="smtp",
+                )
             if mail.server.user is not None:
                 client.login(mail.server.user, mail.server.password or "")
-            refused = client.send_message(mail.message, mail.sender, list(mail.recipients))
+            envelope = parseaddr(mail.sender)[1] or mail.sender  # MAIL FROM takes the address
+            refused = client.send_message(mail.message, envelope, list(mail.recipients))
     except smtplib.SMTPAuthenticationError as exc:
         raise PermanentError(
             f"{where} refused the login of NEBULA_SMTP_URL ({exc.smtp_code})", code="smtp"

@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.plugins.doors",
     "tests.plugins.slack",
     "tests.plugins.receivers",
+    "tests.plugins.mailserver",
 ]
