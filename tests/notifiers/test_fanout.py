@@ -215,3 +215,28 @@ def test_a_notice_recorded_twice_fans_out_once(ctx: Context, receiver: Receiver)
     assert recorded == 0
     assert outbox.deliver_due(ctx) == 1
     assert len(receiver.received) == 1
+
+
+def test_a_slack_channel_gets_its_own_request_and_its_decision_edits_that_message(
+    flow: Flow, slack_server: SlackServer
+) -> None:
+    flow.member("bob", "admin", "U2")
+    flow.project(text=nebula_toml(staging=False))
+    channelkit.add(flow.ctx, "slack", "C0DEPLOYS1", on="approval", project="shop")
+    flow.reconcile()
+    assert flow.deliver() == 2  # the default channel's request, and the channel's
+    with flow.ctx.db.transaction() as session:
+        deciding.decide(
+            session, flow.ctx, 1, principals.by_name(session, "bob"), approve=True,
+            via=DecisionChannel.CLI,
+        )  # fmt: skip
+    assert flow.deliver() == 2
+    messages = {channel: m for (channel, _), m in slack_server.messages.items()}
+    assert set(messages) == {"C0NEBULA01", "C0DEPLOYS1"}
+    for message in messages.values():  # each edited in place: no second message
+        assert message["blocks"][0]["text"]["text"] == "Approved: shop/production"
+    assert sorted(u.args["channel"] for u in slack_server.updates) == ["C0DEPLOYS1", "C0NEBULA01"]
+    assert [r.key for r in flow.outbox() if r.channel_id is not None] == [
+        "approval-request:1@channel-1",
+        "approval-update:1@channel-1",
+    ]
