@@ -51,6 +51,8 @@ def deployment_failed(session: Session, clock: Clock, deployment: schema.Deploym
 def deployment_healthy(session: Session, clock: Clock, deployment: schema.Deployment) -> None:
     """A deployment went healthy: for channels that list ``healthy``, and PagerDuty's open
     alert of the service (resolved)."""
+    if not routing.wanted(session, Kind.DEPLOYMENT_HEALTHY):
+        return  # the default Slack channel is not told: nothing needs reading
     facts = gathering.healthy(deployment)
     _notify(
         session, clock, keys.deployment_healthy(deployment.id), Kind.DEPLOYMENT_HEALTHY,
@@ -137,6 +139,8 @@ def unit_drifted(
 def drift_cleared(session: Session, clock: Clock, unit: schema.Unit, release: str) -> None:
     """The drift episode of ``unit`` ended. Called before ``drift_since`` is cleared."""
     assert unit.drift_since is not None
+    if not routing.wanted(session, Kind.DRIFT_CLEARED):
+        return
     env = unit.environment
     facts = DriftCleared(env.project.slug, env.name, unit.name, release)
     key = keys.drift_cleared(unit.id, utc(unit.drift_since).isoformat())

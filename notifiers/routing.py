@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from notifiers import keys, outbox, pagerduty
@@ -25,6 +25,7 @@ from reconciler.clock import Clock
 from reconciler.store import schema
 
 Row = schema.OutboxMessage
+_CACHE = "nebula.notify_channels"
 
 
 def fan_out(
@@ -64,13 +65,33 @@ def candidates(
 ) -> list[schema.NotifyChannel]:
     """The organization's channels, the project's, and the environment's (all of the
     project's environments' when the notice is about the project itself)."""
-    Channel = schema.NotifyChannel
-    query = select(Channel).where(
-        or_(Channel.project_id.is_(None), Channel.project_id == project_id)
+    return [
+        c
+        for c in _channels(session)
+        if c.project_id in (None, project_id)
+        and (environment is None or c.environment in (None, environment))
+    ]
+
+
+def wanted(session: Session, kind: Kind) -> bool:
+    """Whether any channel could take a notice of ``kind``: when none can, the caller need
+    not even read what the notice would say (a tick records a batch of healthy deployments
+    in the same few statements whatever its size)."""
+    event = keys.EVENT_OF[kind]
+    return any(
+        (event is not None and event in stored_events(c.events))
+        or (c.kind == ChannelKind.PAGERDUTY and kind is Kind.DEPLOYMENT_HEALTHY)
+        for c in _channels(session)
     )
-    if environment is not None:
-        query = query.where(or_(Channel.environment.is_(None), Channel.environment == environment))
-    return list(session.scalars(query.order_by(Channel.id)))
+
+
+def _channels(session: Session) -> list[schema.NotifyChannel]:
+    """Every channel, read once per transaction (there are few; a tick notes many)."""
+    found: list[schema.NotifyChannel] | None = session.info.get(_CACHE)
+    if found is None:
+        Channel = schema.NotifyChannel
+        found = session.info[_CACHE] = list(session.scalars(select(Channel).order_by(Channel.id)))
+    return found
 
 
 def _topic(kind: Kind, payload: dict[str, Any]) -> str | None:
