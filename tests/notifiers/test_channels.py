@@ -161,7 +161,7 @@ REFUSALS = [
     ("notify add webhook https://hooks.example.com --on failure,deploys", "--on: unknown event 'deploys'", "events are approval,failure,drift,healthy,blocked"),
     ("notify add webhook https://hooks.example.com --env production", "--env needs --project", "e.g. nebula notify add ... --project shop --env production"),
     ("notify add webhook https://hooks.example.com --project shop --env staging", "shop has no environment 'staging'", "its environments: production"),
-    ("notify add webhook https://hooks.example.com --project nowhere", "No project named 'nowhere'", "list them with: nebula project list"),
+    ("notify add webhook https://hooks.example.com --project nowhere", "No project named 'nowhere'", "projects: shop"),
     (f"notify add pagerduty {ROUTING_KEY}", "pagerduty: the routing key is read from stdin, not the command line", "nebula notify add pagerduty - < routing-key.txt"),
 ]  # fmt: skip
 
