@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from notifiers import gathering, keys, messages
-from notifiers.facts import Drifted, Failure, ProjectState
+from notifiers.facts import ApprovalRequest
 from notifiers.keys import Kind
 from notifiers.notifying import Message, Notifier, Posted
 from reconciler.errors import PermanentError
@@ -27,6 +27,7 @@ from reconciler.store import schema
 log = logging.getLogger("nebula.outbox")
 # Slack's clock and ours may differ a little: look back this much further for a lost post.
 CLOCK_SKEW = timedelta(minutes=5)
+NEVER_POSTED = "the approval request was never posted, so there is no message to update"
 NO_CHANNEL = (
     "no Slack channel to post to: set NEBULA_SLACK_CHANNEL, or the project's channel with "
     "nebula project set SLUG slack_channel C0123456"
@@ -63,40 +64,27 @@ class Fail:
 Plan = Post | Edit | Wait | Skip | Fail
 
 
-def prepare(session: Session, settings: Settings, row: schema.OutboxMessage) -> Plan:
-    payload = row.payload or {}
+def prepare(
+    session: Session, settings: Settings, row: schema.OutboxMessage, to: str | None = None
+) -> Plan:
+    """``to``: a Slack channel's id (a channel of ``nebula notify add slack``); None: the
+    default channel (the project's ``slack_channel``, else ``NEBULA_SLACK_CHANNEL``)."""
     kind = Kind(row.kind)
-    if kind is Kind.DEPLOYMENT_FAILED:
-        failure = Failure.from_payload(
-            payload, gathering.failure_url(settings, int(payload["deployment_id"]))
-        )
-        return _post(session, settings, failure.project, messages.failure(failure))
-    if kind in (Kind.PROJECT_BLOCKED, Kind.PROJECT_RECOVERED):
-        state = ProjectState.from_payload(
-            payload, gathering.project_link(settings, str(payload["project"]))
-        )
-        return _post(session, settings, state.project, messages.project_state(state))
-    if kind is Kind.UNIT_DRIFTED:
-        drifted = Drifted.from_payload(
-            payload,
-            gathering.environment_link(
-                settings, str(payload["project"]), str(payload["environment"])
-            ),
-        )
-        return _post(session, settings, drifted.project, messages.drifted(drifted))
-    approval = session.get(schema.Approval, int(payload["approval_id"]))
-    if approval is None:
-        return Skip(f"approval {payload['approval_id']} no longer exists")
-    message = messages.approval(gathering.approval_request(session, settings, approval))
-    if kind is Kind.APPROVAL_REQUEST:
-        return _post(session, settings, approval.environment.project.slug, message)
+    facts = gathering.of_row(session, settings, kind, row.payload or {})
+    if isinstance(facts, str):
+        return Skip(facts)
+    message = messages.of(facts)
+    if not isinstance(facts, ApprovalRequest) or kind is Kind.APPROVAL_REQUEST:
+        if to is not None:
+            return Post(to, message)
+        return _post(session, settings, getattr(facts, "project", None), message)
+    if row.channel_id is not None:
+        return _edit_channel(session, row.channel_id, facts.approval_id, message)
+    approval = session.get(schema.Approval, facts.approval_id)
+    assert approval is not None  # of_row read it just now
     if approval.slack_channel and approval.slack_ts:
         return Edit(Posted(approval.slack_channel, approval.slack_ts), message)
-    request = session.scalars(
-        select(schema.OutboxMessage).where(
-            schema.OutboxMessage.key == keys.approval_request(approval.id)
-        )
-    ).first()
+    request = _row(session, keys.approval_request(approval.id))
     if request is not None and request.delivered_at is None:
         return Wait(request.next_attempt_at)  # it edits that message: the request goes first
     if request is not None:
@@ -105,11 +93,32 @@ def prepare(session: Session, settings: Settings, row: schema.OutboxMessage) -> 
         session.refresh(approval, attribute_names=["slack_channel", "slack_ts"])
         if approval.slack_channel and approval.slack_ts:
             return Edit(Posted(approval.slack_channel, approval.slack_ts), message)
-    return Skip("the approval request was never posted, so there is no message to update")
+    return Skip(NEVER_POSTED)
 
 
-def _post(session: Session, settings: Settings, slug: str, message: Message) -> Plan:
-    project = session.scalars(select(schema.Project).where(schema.Project.slug == slug)).first()
+def _edit_channel(session: Session, channel_id: int, approval_id: int, message: Message) -> Plan:
+    """A channel's request message is where its own request row says it went."""
+    request = _row(session, keys.for_channel(keys.approval_request(approval_id), channel_id))
+    if request is not None and request.delivered_at is None:
+        return Wait(request.next_attempt_at)
+    result = (request.result or {}) if request is not None else {}
+    if result.get("channel") and result.get("ts"):
+        return Edit(Posted(str(result["channel"]), str(result["ts"])), message)
+    return Skip(NEVER_POSTED)
+
+
+def _row(session: Session, key: str) -> schema.OutboxMessage | None:
+    return session.scalars(
+        select(schema.OutboxMessage).where(schema.OutboxMessage.key == key)
+    ).first()
+
+
+def _post(session: Session, settings: Settings, slug: str | None, message: Message) -> Plan:
+    project = (
+        session.scalars(select(schema.Project).where(schema.Project.slug == slug)).first()
+        if slug
+        else None
+    )
     channel = (project.slack_channel if project is not None else None) or settings.slack_channel
     return Post(channel, message) if channel else Fail(NO_CHANNEL)
 
@@ -135,7 +144,9 @@ def send(
 
 
 def delivered(session: Session, row: schema.OutboxMessage, result: dict[str, Any]) -> None:
-    if row.kind != Kind.APPROVAL_REQUEST.value:
+    """The default channel's request message is recorded on the approval (a Slack click
+    names it); a channel's stays in its own row's result."""
+    if row.kind != Kind.APPROVAL_REQUEST.value or row.channel_id is not None:
         return
     approval = session.get(schema.Approval, int((row.payload or {})["approval_id"]))
     if approval is not None:

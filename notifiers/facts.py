@@ -91,6 +91,11 @@ class ApprovalRequest:
     # In a gated environment: what the gating environment proved ("Verified in staging: ...").
     evidence: tuple[str, ...] = ()
     message: str | None = None  # what the person applying the change set said (--message)
+    page: str = ""  # the approvals page, at this one: where it is decided
+
+    @property
+    def state(self) -> str:
+        return self.decision.state if self.decision is not None else "pending"
 
     @property
     def by_project(self) -> bool:
@@ -167,6 +172,59 @@ class Drifted:
         return cls(**values, url=url)
 
 
+@dataclass(frozen=True)
+class Healthy:
+    """A deployment went healthy: its release serves now (``previous`` did before)."""
+
+    deployment_id: int
+    project: str
+    environment: str
+    service: str
+    release: str
+    kind: str
+    previous: str | None
+    url: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "url"}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], url: str) -> Healthy:
+        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
+        return cls(**values, url=url)
+
+
+@dataclass(frozen=True)
+class DriftCleared:
+    """A unit's live objects agree with its active release again: the drift episode ended."""
+
+    project: str
+    environment: str
+    service: str
+    release: str
+    url: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "url"}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], url: str) -> DriftCleared:
+        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
+        return cls(**values, url=url)
+
+
+@dataclass(frozen=True)
+class Test:
+    """``nebula notify test``: a notice that says only that the channel works."""
+
+    channel: str  # its id, or "default"
+    by: str
+    url: str = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"channel": self.channel, "by": self.by}
+
+
 # -- links to the status page --------------------------------------------------------------
 
 
@@ -177,6 +235,11 @@ def project_url(public_url: str, project: str, environment: str | None = None) -
 
 def deployment_url(public_url: str, deployment_id: int) -> str:
     return f"{public_url.rstrip('/')}/deployments/{deployment_id}"
+
+
+def approval_url(public_url: str, approval_id: int) -> str:
+    """The approvals page, at this one: where it is decided."""
+    return f"{public_url.rstrip('/')}/approvals#approval-{approval_id}"
 
 
 def when(value: datetime | None) -> str:

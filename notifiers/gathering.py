@@ -13,6 +13,8 @@ transactions those make.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -21,17 +23,50 @@ from notifiers.facts import (
     ApprovalRequest,
     Commit,
     Decision,
+    DriftCleared,
+    Drifted,
     Failure,
+    Healthy,
     Line,
     ProjectState,
     ServiceRelease,
+    Test,
+    approval_url,
     deployment_url,
     project_url,
 )
+from notifiers.keys import Kind
 from reconciler.core.states import ApprovalState, ApprovalTarget, LineKind
 from reconciler.settings import Settings
 from reconciler.store import schema
 from renderers.releases import Scope
+
+Facts = ApprovalRequest | Failure | Healthy | ProjectState | Drifted | DriftCleared | Test
+
+
+def of_row(
+    session: Session, settings: Settings, kind: Kind, payload: dict[str, Any]
+) -> Facts | str:
+    """What an outbox row says, with its links; a text when there is nothing left to say
+    (the approval it was about was removed with its project)."""
+    project = str(payload.get("project") or "")
+    environment = str(payload.get("environment") or "")
+    if kind is Kind.DEPLOYMENT_FAILED:
+        return Failure.from_payload(payload, failure_url(settings, int(payload["deployment_id"])))
+    if kind is Kind.DEPLOYMENT_HEALTHY:
+        return Healthy.from_payload(payload, failure_url(settings, int(payload["deployment_id"])))
+    if kind in (Kind.PROJECT_BLOCKED, Kind.PROJECT_RECOVERED):
+        return ProjectState.from_payload(payload, project_link(settings, project))
+    if kind is Kind.UNIT_DRIFTED:
+        return Drifted.from_payload(payload, environment_link(settings, project, environment))
+    if kind is Kind.DRIFT_CLEARED:
+        return DriftCleared.from_payload(payload, environment_link(settings, project, environment))
+    if kind is Kind.TEST:
+        return Test(str(payload["channel"]), str(payload["by"]), settings.public_url)
+    approval = session.get(schema.Approval, int(payload["approval_id"]))
+    if approval is None:
+        return f"approval {payload['approval_id']} no longer exists"
+    return approval_request(session, settings, approval)
 
 
 def approval_request(session: Session, settings: Settings, a: schema.Approval) -> ApprovalRequest:
@@ -74,6 +109,7 @@ def approval_request(session: Session, settings: Settings, a: schema.Approval) -
         requested_at=a.created_at,
         expires_at=a.expires_at,
         url=project_url(settings.public_url, project.slug, env.name),
+        page=approval_url(settings.public_url, a.id),
         commit=commit,
         message=message,
         services=tuple(
@@ -130,6 +166,19 @@ def failure(d: schema.Deployment) -> Failure:
         blocker=d.blocker,
         message=d.message,
         keeps_serving=active.name if active is not None and active.id != d.release_id else None,
+    )
+
+
+def healthy(d: schema.Deployment) -> Healthy:
+    previous = d.previous_release
+    return Healthy(
+        deployment_id=d.id,
+        project=d.environment.project.slug,
+        environment=d.environment.name,
+        service=d.unit.name,
+        release=d.release.name,
+        kind=d.kind,
+        previous=previous.name if previous is not None else None,
     )
 
 

@@ -16,12 +16,15 @@ from notifiers.blocks import Block, code, escape
 from notifiers.facts import (
     ApprovalRequest,
     Decision,
+    DriftCleared,
     Drifted,
     Failure,
+    Healthy,
     Line,
     ManifestDiff,
     ProjectState,
     ServiceRelease,
+    Test,
     when,
 )
 from notifiers.notifying import Message
@@ -286,3 +289,54 @@ def drifted(d: Drifted) -> Message:
     if d.healed:
         text += "; self-heal put it back"
     return Message(blocks.cut(text, blocks.MESSAGE_TEXT), tuple(out))
+
+
+def drift_cleared(d: DriftCleared) -> Message:
+    where = f"{d.project}/{d.environment}"
+    out = [
+        blocks.header(f"Drift cleared: {d.service} in {where}"),
+        blocks.section(f"What runs agrees with release {code(d.release)} again."),
+        blocks.context(blocks.link(d.url, "Open on the status page")),
+    ]
+    text = f"{where}: {d.service} agrees with {d.release} again"
+    return Message(blocks.cut(text, blocks.MESSAGE_TEXT), tuple(out))
+
+
+# -- healthy, and a test ----------------------------------------------------------------------
+
+
+def healthy(h: Healthy) -> Message:
+    where = f"{h.project}/{h.environment}"
+    before = f" (was {h.previous})" if h.previous else ""
+    out = [
+        blocks.header(f"Healthy: {h.service} {h.release} in {where}"),
+        blocks.section(f"{code(h.release)} serves now{escape(before)}: {escape(h.kind)}."),
+        blocks.context(blocks.link(h.url, f"Deployment #{h.deployment_id}")),
+    ]
+    text = f"{where}: {h.service} {h.release} is healthy{before}"
+    return Message(blocks.cut(text, blocks.MESSAGE_TEXT), tuple(out))
+
+
+def test(t: Test) -> Message:
+    text = f"Nebula test notification for channel {t.channel}, sent by {t.by}"
+    out = [blocks.section(escape(text)), blocks.context(blocks.link(t.url, "Nebula"))]
+    return Message(blocks.cut(text, blocks.MESSAGE_TEXT), tuple(out))
+
+
+def of(
+    facts: ApprovalRequest | Failure | Healthy | ProjectState | Drifted | DriftCleared | Test,
+) -> Message:
+    """The Slack message for any notice."""
+    if isinstance(facts, ApprovalRequest):
+        return approval(facts)
+    if isinstance(facts, Failure):
+        return failure(facts)
+    if isinstance(facts, Healthy):
+        return healthy(facts)
+    if isinstance(facts, ProjectState):
+        return project_state(facts)
+    if isinstance(facts, Drifted):
+        return drifted(facts)
+    if isinstance(facts, DriftCleared):
+        return drift_cleared(facts)
+    return test(facts)

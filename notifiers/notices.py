@@ -1,16 +1,20 @@
 """Notifications caused by state changes, written to the outbox in the same transaction.
 
 Every function here is called inside the transaction that makes the change, so a notice
-exists if and only if its cause was committed. Delivery (Slack, with retries) happens later,
+exists if and only if its cause was committed. Each notice is recorded once for the default
+Slack channel of the settings (the kinds it has always been sent) and once per channel of
+``nebula notify add`` that takes it (``routing``). Delivery (with retries) happens later,
 from the outbox, and never holds a deployment back.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
-from notifiers import gathering, keys, outbox
-from notifiers.facts import Drifted
+from notifiers import gathering, keys, outbox, routing
+from notifiers.facts import DriftCleared, Drifted
 from notifiers.keys import Kind
 from reconciler.clock import Clock, utc
 from reconciler.core.drifts import Drift
@@ -19,16 +23,41 @@ from reconciler.store import schema
 SHOWN_DRIFT = 6
 
 
+def _notify(
+    session: Session,
+    clock: Clock,
+    key: str,
+    kind: Kind,
+    payload: dict[str, Any],
+    project_id: int,
+    environment: str | None,
+) -> None:
+    if kind in keys.SLACK_DEFAULT:
+        outbox.enqueue(session, clock, key, kind, payload)
+    routing.fan_out(
+        session, clock, key, kind, payload, project_id=project_id, environment=environment
+    )
+
+
 def deployment_failed(session: Session, clock: Clock, deployment: schema.Deployment) -> None:
     """A deployment ended ``failed``: its blocker, message and what keeps serving."""
     facts = gathering.failure(deployment)
-    outbox.enqueue(
-        session,
-        clock,
-        keys.deployment_failed(deployment.id),
-        Kind.DEPLOYMENT_FAILED,
-        facts.to_payload(),
-    )
+    _notify(
+        session, clock, keys.deployment_failed(deployment.id), Kind.DEPLOYMENT_FAILED,
+        facts.to_payload(), deployment.environment.project_id, deployment.environment.name,
+    )  # fmt: skip
+
+
+def deployment_healthy(session: Session, clock: Clock, deployment: schema.Deployment) -> None:
+    """A deployment went healthy: for channels that list ``healthy``, and PagerDuty's open
+    alert of the service (resolved)."""
+    if not routing.wanted(session, Kind.DEPLOYMENT_HEALTHY):
+        return  # the default Slack channel is not told: nothing needs reading
+    facts = gathering.healthy(deployment)
+    _notify(
+        session, clock, keys.deployment_healthy(deployment.id), Kind.DEPLOYMENT_HEALTHY,
+        facts.to_payload(), deployment.environment.project_id, deployment.environment.name,
+    )  # fmt: skip
 
 
 def approval_requested(session: Session, clock: Clock, approval: schema.Approval) -> None:
@@ -37,24 +66,19 @@ def approval_requested(session: Session, clock: Clock, approval: schema.Approval
     Only the approval's id is kept: a change set's deployments and releases are created after
     its approval, in this same transaction, and are read when the message is sent.
     """
-    outbox.enqueue(
-        session,
-        clock,
-        keys.approval_request(approval.id),
-        Kind.APPROVAL_REQUEST,
-        {"approval_id": approval.id},
-    )
+    _notify(
+        session, clock, keys.approval_request(approval.id), Kind.APPROVAL_REQUEST,
+        {"approval_id": approval.id}, approval.project_id, approval.environment.name,
+    )  # fmt: skip
 
 
 def approval_closed(session: Session, clock: Clock, approval: schema.Approval) -> None:
     """Decided, expired or cancelled: the request message is updated in place."""
-    outbox.enqueue(
-        session,
-        clock,
-        keys.approval_update(approval.id),
-        Kind.APPROVAL_UPDATE,
-        {"approval_id": approval.id, "state": approval.state},
-    )
+    _notify(
+        session, clock, keys.approval_update(approval.id), Kind.APPROVAL_UPDATE,
+        {"approval_id": approval.id, "state": approval.state}, approval.project_id,
+        approval.environment.name,
+    )  # fmt: skip
 
 
 def project_blocked(session: Session, clock: Clock, project: schema.Project) -> None:
@@ -67,15 +91,10 @@ def project_blocked(session: Session, clock: Clock, project: schema.Project) -> 
         recovered=False,
         message=project.blocker_message or "",
     )
-    outbox.enqueue(
-        session,
-        clock,
-        keys.project_blocker(
-            project.id, project.blocker, _cause(session, project), recovered=False
-        ),
-        Kind.PROJECT_BLOCKED,
-        facts.to_payload(),
+    key = keys.project_blocker(
+        project.id, project.blocker, _cause(session, project), recovered=False
     )
+    _notify(session, clock, key, Kind.PROJECT_BLOCKED, facts.to_payload(), project.id, None)
 
 
 def project_recovered(
@@ -87,13 +106,10 @@ def project_recovered(
     facts = gathering.project_state(
         project, blocker=project.blocker, recovered=True, message=message
     )
-    outbox.enqueue(
-        session,
-        clock,
-        keys.project_blocker(project.id, project.blocker, _cause(session, project), recovered=True),
-        Kind.PROJECT_RECOVERED,
-        facts.to_payload(),
+    key = keys.project_blocker(
+        project.id, project.blocker, _cause(session, project), recovered=True
     )
+    _notify(session, clock, key, Kind.PROJECT_RECOVERED, facts.to_payload(), project.id, None)
 
 
 def unit_drifted(
@@ -116,13 +132,19 @@ def unit_drifted(
         count=len(found),
         healed=healed,
     )
-    outbox.enqueue(
-        session,
-        clock,
-        keys.unit_drifted(unit.id, utc(unit.drift_since).isoformat()),
-        Kind.UNIT_DRIFTED,
-        facts.to_payload(),
-    )
+    key = keys.unit_drifted(unit.id, utc(unit.drift_since).isoformat())
+    _notify(session, clock, key, Kind.UNIT_DRIFTED, facts.to_payload(), env.project_id, env.name)
+
+
+def drift_cleared(session: Session, clock: Clock, unit: schema.Unit, release: str) -> None:
+    """The drift episode of ``unit`` ended. Called before ``drift_since`` is cleared."""
+    assert unit.drift_since is not None
+    if not routing.wanted(session, Kind.DRIFT_CLEARED):
+        return
+    env = unit.environment
+    facts = DriftCleared(env.project.slug, env.name, unit.name, release)
+    key = keys.drift_cleared(unit.id, utc(unit.drift_since).isoformat())
+    _notify(session, clock, key, Kind.DRIFT_CLEARED, facts.to_payload(), env.project_id, env.name)
 
 
 def _difference(d: Drift, release: str) -> str:

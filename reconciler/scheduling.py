@@ -62,11 +62,15 @@ class Observer(Protocol):
 
     def ticked(self, seconds: float, moved: int) -> None: ...
 
+    def notified(self, channel_kind: str, outcome: str) -> None: ...
+
 
 class _Quiet:
     def polled(self, report: polling.PollReport, seconds: float) -> None: ...
 
     def ticked(self, seconds: float, moved: int) -> None: ...
+
+    def notified(self, channel_kind: str, outcome: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -374,7 +378,7 @@ class Scheduler:
         return False
 
     def deliver_outbox(self) -> int:
-        return outbox.deliver_due(self.ctx)
+        return outbox.deliver_due(self.ctx, observe=self.observer.notified)
 
     # -- leases -------------------------------------------------------------------------------
 

@@ -6,4 +6,6 @@ pytest_plugins = [
     "tests.plugins.nebula",
     "tests.plugins.doors",
     "tests.plugins.slack",
+    "tests.plugins.receivers",
+    "tests.plugins.mailserver",
 ]

@@ -124,6 +124,9 @@ ROUTES: tuple[Route, ...] = (
              "The policies (nebula policy list)", "Policies"),
     _private("/api/v1/freezes", "organization:list_freezes", "Weekly freeze windows",
              "FreezeList"),
+    _private("/api/v1/notify/channels", "notify:list_channels",
+             "Notification channels: kind, scope, events, a redacted target, last delivery "
+             "and last error (nebula notify list)", "ChannelList"),
     _private("/api/v1/projects/{slug}/environments/{env}/secrets", "organization:list_secrets",
              "Secret names, never values (nebula secret list)", "SecretList", SLUG, ENV_PATH),
     # -- acts: a token, and the rights of its member ---------------------------------------
@@ -202,6 +205,18 @@ ROUTES: tuple[Route, ...] = (
     _act("DELETE", "/api/v1/projects/{slug}/environments/{env}/secrets/{name}",
          "organization:delete_secret", "Delete a secret (admin)", "SecretDeleted", None, SLUG,
          ENV_PATH, SECRET),
+    _act("POST", "/api/v1/notify/channels", "notify:add_channel",
+         "Add a notification channel; its secrets are stored encrypted and never answered "
+         "back, but a webhook's signing secret, this once (admin)", "ChannelAdded",
+         "ChannelAdd"),
+    _act("DELETE", "/api/v1/notify/channels/{channel_id}", "notify:remove_channel",
+         "Remove a notification channel and the notices waiting for it (admin)",
+         "ChannelRemoved", None, _id("channel_id", "notification channel")),
+    _act("POST", "/api/v1/notify/channels/{channel_id}/test", "notify:test_channel",
+         "Send a test notification to a channel now (admin; default: the Slack channel of "
+         "the settings)", "ChannelTested", None,
+         Param("channel_id", in_path=True, pattern=r"^([0-9]{1,18}|default)$", max_length=18,
+               about="a channel id, or default")),
     _act("POST", "/api/v1/simulated/edit", "projects:simulated_edit",
          "Set a field of a live object on the simulated cluster (a test and demo aid; admin)",
          "SimulatedChange", "SimulatedEdit"),

@@ -60,6 +60,9 @@ COMMANDS: dict[str, dict[str, str]] = {
     },
     "reconciler.cli.tokens": {"token": "API tokens"},
     "reconciler.cli.secrets": {"secret": "server-side secrets"},
+    "reconciler.cli.notify": {
+        "notify": "notification channels: Slack, PagerDuty, Teams, e-mail, webhooks"
+    },
     "reconciler.cli.deployments": {
         "status": "active releases and in-flight deployments",
         "deployments": "deployments, newest last",

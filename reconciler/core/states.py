@@ -270,6 +270,8 @@ class AdminAction(StrEnum):
     SELF_HEAL = "self-heal"  # its drifted objects applied again (actor nebula)
     GRANT_ADD = "grant.add"  # a member may deploy or approve in a project or environment
     GRANT_REMOVE = "grant.remove"
+    NOTIFY_ADD = "notify.add"  # a notification channel (its target shown redacted)
+    NOTIFY_REMOVE = "notify.remove"
 
 
 class HistoryState(StrEnum):

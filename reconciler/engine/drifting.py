@@ -309,6 +309,7 @@ def _record(ctx: Context, session: Session, state: _Check) -> Sync | None:
         return Sync.DRIFTED
     unit.sync = Sync.SYNCED.value
     if unit.drift_since is not None:
+        notices.drift_cleared(session, ctx.clock, unit, state.release)
         unit.drift_since = None
         events.unit(
             session,

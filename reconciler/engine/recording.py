@@ -66,6 +66,8 @@ def move(
     events.deployment(session, now, deployment, message, actor=actor)
     if state is DeploymentState.FAILED:
         notices.deployment_failed(session, clock, deployment)
+    elif state is DeploymentState.HEALTHY:
+        notices.deployment_healthy(session, clock, deployment)
     return state
 
 

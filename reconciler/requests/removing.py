@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from reconciler.admin import auditing, grants, projects
+from reconciler.admin import auditing, channels, grants, projects
 from reconciler.context import Context
 from reconciler.core import rights
 from reconciler.core.rights import Principal
@@ -161,6 +161,7 @@ def _forget(session: Session, ctx: Context, project: schema.Project) -> None:
     ):
         session.execute(statement)
     grants.forget_project(session, pid)
+    channels.forget_project(session, pid)
     slug, by = project.slug, project.removing_by or "nebula"
     session.delete(project)
     auditing.record(

@@ -27,9 +27,18 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 # The declarative base and the organization's tables live in modules of their own; they are
 # named here too, so that every table is ``schema.X``.
 from reconciler.store.base import Base, UTCDateTime
+from reconciler.store.notifying import NotifyChannel
 from reconciler.store.organization import ApiToken, FreezeWindowRow, Member, Setting
 
-__all__ = ["ApiToken", "Base", "FreezeWindowRow", "Member", "Setting", "UTCDateTime"]
+__all__ = [
+    "ApiToken",
+    "Base",
+    "FreezeWindowRow",
+    "Member",
+    "NotifyChannel",
+    "Setting",
+    "UTCDateTime",
+]
 
 
 class GrantRow(Base):
@@ -330,6 +339,10 @@ class OutboxMessage(Base):
     delivered_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The channel it goes to (``notify_channels``); null: the default Slack channel.
+    channel_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    # What a PagerDuty alert is about (its dedup key), so a later resolve finds its trigger.
+    topic: Mapped[str | None] = mapped_column(String(200))
 
 
 class WebhookDelivery(Base):

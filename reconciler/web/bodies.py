@@ -186,3 +186,28 @@ class SimulatedEdit(In):
 class SimulatedDelete(In):
     namespace: str = Field(max_length=253)
     object: str = Field(max_length=300, description="KIND/NAME")
+
+
+class ChannelAdd(In):
+    """Checked by the act, so a bad target is refused in the same words locally and remotely
+    (one line and a hint), and never echoed: it may be a secret."""
+
+    kind: str = Field(
+        pattern=r"^(slack|pagerduty|teams|email|webhook)$",
+        max_length=20,
+        description="slack, pagerduty, teams, email or webhook",
+    )
+    target: str = Field(
+        max_length=4000,
+        description="a Slack channel id, a PagerDuty routing key, a Teams workflow URL, "
+        "e-mail addresses (comma-separated) or a webhook URL; sent once, never answered back",
+    )
+    project: str | None = Field(default=None, max_length=40, description="default: everywhere")
+    environment: str | None = Field(
+        default=None, max_length=100, validation_alias=_ENVIRONMENT, description="needs project"
+    )
+    on: str | None = Field(
+        default=None,
+        max_length=200,
+        description="events: approval,failure,drift,healthy,blocked (default approval,failure,drift)",
+    )

@@ -67,6 +67,14 @@ class Metrics:
             ["project", "outcome"],
             registry=self.registry,
         )
+        # Labels from two enums (the channel kinds, delivered or failed): bounded.
+        self.notifications = Counter(
+            "nebula_notifications",
+            "Notification delivery attempts by this process, by channel kind and outcome "
+            "(delivered, failed)",
+            ["channel_kind", "outcome"],
+            registry=self.registry,
+        )
         self.ctx = ctx
         self.registry.register(StoreCollector(ctx))
         # The (counter, project, other label) series counted so far, so that a removed
@@ -90,6 +98,9 @@ class Metrics:
 
     def ticked(self, seconds: float, moved: int) -> None:
         self.tick_duration.observe(seconds)
+
+    def notified(self, channel_kind: str, outcome: str) -> None:
+        self.notifications.labels(channel_kind, outcome).inc()
 
     def render(self) -> bytes:
         self._forget_removed()

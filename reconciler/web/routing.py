@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from reconciler.acts import calls, checking
 from reconciler.acts.calls import Access, Call, Caller, Param, Route
 from reconciler.acts.routes import ROUTES
-from reconciler.web import admindocs, bodies, models
+from reconciler.web import admindocs, bodies, models, notifydocs
 from reconciler.web.appstate import AppState, get_state
 from reconciler.web.error_responses import documented
 
@@ -37,7 +37,7 @@ TAGS = {Access.PAGE: "read", Access.TOKEN: "people and settings", Access.ACT: "a
 
 
 def _model(name: str) -> type[BaseModel]:
-    for module in (models, admindocs, bodies):
+    for module in (models, admindocs, notifydocs, bodies):
         found = getattr(module, name, None)
         if isinstance(found, type) and issubclass(found, BaseModel):
             return found

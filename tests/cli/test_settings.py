@@ -237,6 +237,7 @@ def test_the_secret_settings_are_the_ones_that_hold_credentials() -> None:
         "NEBULA_SLACK_SIGNING_SECRET",
         "NEBULA_GIT_CREDENTIALS",
         "NEBULA_GIT_SSH_KEY_PASSPHRASE",
+        "NEBULA_SMTP_URL",
     }
 
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+from sqlalchemy import select
+
 from reconciler.admin import auditing, members, policies, projects, secrets, tokens
+from reconciler.store import schema
 from tests.plugins import people
 from tests.security.acting import Acting
 
@@ -212,6 +215,38 @@ def reconcile(acting: Acting, who: str | None) -> tuple[int, bool]:
     return status, status == 200
 
 
+def _channel(acting: Acting) -> int:
+    body = {"kind": "webhook", "target": "http://127.0.0.1:1/nowhere"}
+    made = acting.call("POST", "/api/v1/notify/channels", "olga", body)
+    assert made.status_code == 200, made.text
+    return int(made.json()["channel"]["id"])
+
+
+def add_channel(acting: Acting, who: str | None) -> tuple[int, bool]:
+    body = {"kind": "webhook", "target": "https://hooks.example.com/nebula", "on": "failure"}
+    return _judged(
+        acting,
+        who,
+        lambda: acting.call("POST", "/api/v1/notify/channels", who, body).status_code,
+    )
+
+
+def remove_channel(acting: Acting, who: str | None) -> tuple[int, bool]:
+    path = f"/api/v1/notify/channels/{_channel(acting)}"
+    return _judged(acting, who, lambda: acting.call("DELETE", path, who).status_code)
+
+
+def test_channel(acting: Acting, who: str | None) -> tuple[int, bool]:
+    """Not audited (it changes nothing): it took effect when a test notice was recorded."""
+    channel = _channel(acting)
+    status = acting.call("POST", f"/api/v1/notify/channels/{channel}/test", who).status_code
+    with acting.nebula.ctx.db.reading() as session:
+        sent = session.scalars(
+            select(schema.OutboxMessage).where(schema.OutboxMessage.channel_id == channel)
+        ).all()
+    return status, bool(sent)
+
+
 ACTS: dict[str, tuple[str, Call]] = {
     "add member": ("/api/v1/members", add_member),
     "set member": ("/api/v1/members/{name}", set_member),
@@ -230,4 +265,7 @@ ACTS: dict[str, tuple[str, Call]] = {
     "remove project": ("/api/v1/projects/{slug}", remove_project),
     "simulated edit": ("/api/v1/simulated/edit", simulated_edit),
     "simulated delete": ("/api/v1/simulated/delete", simulated_delete),
+    "add channel": ("/api/v1/notify/channels", add_channel),
+    "remove channel": ("/api/v1/notify/channels/{channel_id}", remove_channel),
+    "test channel": ("/api/v1/notify/channels/{channel_id}/test", test_channel),
 }

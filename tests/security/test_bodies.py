@@ -58,6 +58,9 @@ WRITES = {
     "DELETE /api/v1/projects/{slug}/environments/{env}/secrets/{name}": "/api/v1/projects/shop/environments/staging/secrets/KEY",
     "POST /api/v1/simulated/edit": "/api/v1/simulated/edit",
     "POST /api/v1/simulated/delete": "/api/v1/simulated/delete",
+    "POST /api/v1/notify/channels": "/api/v1/notify/channels",
+    "DELETE /api/v1/notify/channels/{channel_id}": "/api/v1/notify/channels/1",
+    "POST /api/v1/notify/channels/{channel_id}/test": "/api/v1/notify/channels/1/test",
 }
 # The writes anyone may send without a token: each checks its own signature on the body.
 UNAUTHENTICATED = {"POST /hooks/git/{project}", "POST /slack/interactions"}

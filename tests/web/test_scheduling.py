@@ -106,6 +106,9 @@ class PushDuringPoll:
     def ticked(self, seconds: float, moved: int) -> None:
         pass
 
+    def notified(self, channel_kind: str, outcome: str) -> None:
+        pass
+
 
 def test_a_push_noticed_while_its_project_polls_is_polled_once_more(
     three: Nebula, git_repo: GitRepo
