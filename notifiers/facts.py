@@ -7,12 +7,29 @@ was serving when a deployment failed or the message of a project blocker.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Self, cast
 from urllib.parse import quote
 
 from reconciler.clock import utc
+
+
+class Snapshot:
+    """A notice's facts as the outbox keeps them: every field but the link (made when it is
+    sent, from the settings), tuples as JSON lists and back."""
+
+    def to_payload(self) -> dict[str, Any]:
+        values = asdict(cast(Any, self)).items()
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in values if k != "url"}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], url: str) -> Self:
+        names = (f.name for f in fields(cast(Any, cls)) if f.name != "url")
+        values = {k: payload.get(k) for k in names}
+        restored = {k: (tuple(v) if isinstance(v, list) else v) for k, v in values.items()}
+        made: Self = cast(Any, cls)(**restored, url=url)  # each subclass is a dataclass
+        return made
 
 
 @dataclass(frozen=True)
@@ -103,7 +120,7 @@ class ApprovalRequest:
 
 
 @dataclass(frozen=True)
-class Failure:
+class Failure(Snapshot):
     deployment_id: int
     project: str
     environment: str
@@ -115,18 +132,9 @@ class Failure:
     keeps_serving: str | None  # the release still serving, or None when nothing was
     url: str = ""
 
-    def to_payload(self) -> dict[str, Any]:
-        """The snapshot the outbox keeps; the link is made when it is sent, from the settings."""
-        return {k: v for k, v in asdict(self).items() if k != "url"}
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any], url: str) -> Failure:
-        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
-        return cls(**values, url=url)
-
 
 @dataclass(frozen=True)
-class ProjectState:
+class ProjectState(Snapshot):
     """A project-level blocker (configuration, delivery) or its recovery."""
 
     project: str
@@ -136,17 +144,9 @@ class ProjectState:
     recovered: bool = False
     url: str = ""
 
-    def to_payload(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "url"}
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any], url: str) -> ProjectState:
-        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
-        return cls(**values, url=url)
-
 
 @dataclass(frozen=True)
-class Drifted:
+class Drifted(Snapshot):
     """A unit's live objects began to differ from its active release (one notice an episode)."""
 
     project: str
@@ -158,22 +158,9 @@ class Drifted:
     healed: str | None = None  # the self-heal event's message, when it put them back
     url: str = ""
 
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            k: (list(v) if isinstance(v, tuple) else v)
-            for k, v in asdict(self).items()
-            if k != "url"
-        }
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any], url: str) -> Drifted:
-        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
-        values["differences"] = tuple(values["differences"] or ())
-        return cls(**values, url=url)
-
 
 @dataclass(frozen=True)
-class Healthy:
+class Healthy(Snapshot):
     """A deployment went healthy: its release serves now (``previous`` did before)."""
 
     deployment_id: int
@@ -185,17 +172,9 @@ class Healthy:
     previous: str | None
     url: str = ""
 
-    def to_payload(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "url"}
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any], url: str) -> Healthy:
-        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
-        return cls(**values, url=url)
-
 
 @dataclass(frozen=True)
-class DriftCleared:
+class DriftCleared(Snapshot):
     """A unit's live objects agree with its active release again: the drift episode ended."""
 
     project: str
@@ -204,25 +183,14 @@ class DriftCleared:
     release: str
     url: str = ""
 
-    def to_payload(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "url"}
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any], url: str) -> DriftCleared:
-        values: dict[str, Any] = {k: payload.get(k) for k in cls.__dataclass_fields__ if k != "url"}
-        return cls(**values, url=url)
-
 
 @dataclass(frozen=True)
-class Test:
+class Test(Snapshot):
     """``nebula notify test``: a notice that says only that the channel works."""
 
     channel: str  # its id, or "default"
     by: str
     url: str = ""
-
-    def to_payload(self) -> dict[str, Any]:
-        return {"channel": self.channel, "by": self.by}
 
 
 # -- links to the status page --------------------------------------------------------------
@@ -244,3 +212,7 @@ def approval_url(public_url: str, approval_id: int) -> str:
 
 def when(value: datetime | None) -> str:
     return utc(value).strftime("%Y-%m-%d %H:%M UTC") if value is not None else ""
+
+
+# Every kind of facts a channel renders.
+Facts = ApprovalRequest | Failure | Healthy | ProjectState | Drifted | DriftCleared | Test

@@ -25,6 +25,7 @@ from notifiers.facts import (
     Decision,
     DriftCleared,
     Drifted,
+    Facts,
     Failure,
     Healthy,
     Line,
@@ -40,8 +41,6 @@ from reconciler.core.states import ApprovalState, ApprovalTarget, LineKind
 from reconciler.settings import Settings
 from reconciler.store import schema
 from renderers.releases import Scope
-
-Facts = ApprovalRequest | Failure | Healthy | ProjectState | Drifted | DriftCleared | Test
 
 
 def of_row(

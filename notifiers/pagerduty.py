@@ -16,6 +16,7 @@ from notifiers.facts import (
     ApprovalRequest,
     DriftCleared,
     Drifted,
+    Facts,
     Failure,
     Healthy,
     ProjectState,
@@ -23,7 +24,6 @@ from notifiers.facts import (
 )
 from reconciler.clock import utc
 
-Facts = ApprovalRequest | Failure | Healthy | ProjectState | Drifted | DriftCleared | Test
 PATH = "/v2/enqueue"
 SUMMARY = 1024  # PagerDuty's limit
 TRIGGER, RESOLVE = "trigger", "resolve"

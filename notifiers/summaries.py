@@ -12,16 +12,15 @@ from notifiers.facts import (
     ApprovalRequest,
     DriftCleared,
     Drifted,
+    Facts,
     Failure,
     Healthy,
     Line,
     ProjectState,
-    Test,
     when,
 )
 from reconciler.core.states import LineKind
 
-Facts = ApprovalRequest | Failure | Healthy | ProjectState | Drifted | DriftCleared | Test
 SHOWN_LINES = 12
 _DECIDED = {
     "approved": "Approved",

@@ -20,17 +20,11 @@ from typing import Any
 from notifiers.channels import SECRET_PREFIX
 from notifiers.facts import (
     ApprovalRequest,
-    DriftCleared,
-    Drifted,
-    Failure,
-    Healthy,
-    ProjectState,
+    Facts,
     Test,
 )
 from notifiers.keys import WebhookType
 from reconciler.clock import utc
-
-Facts = ApprovalRequest | Failure | Healthy | ProjectState | Drifted | DriftCleared | Test
 
 
 def message_id(key: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from notifiers import cards, summaries
+from notifiers import cards, facts, summaries
 from notifiers.facts import Failure
 from tests.notifiers import channelkit
 from tests.notifiers.flows import Flow, image, nebula_toml
@@ -114,7 +114,7 @@ def test_every_kind_of_notice_makes_a_valid_card_and_markdown_in_data_stays_text
 
 def test_the_schema_refuses_a_card_that_teams_would_not_render() -> None:
     """The fixture is a real check: a card with a typo in an element is not valid."""
-    broken = cards.card(summaries.of(summaries.Test("3", "alice", "https://n.example.com")))
+    broken = cards.card(summaries.of(facts.Test("3", "alice", "https://n.example.com")))
     broken["body"][0]["type"] = "TextBlok"
     assert list(_validator().iter_errors(broken))
     with pytest.raises(AssertionError):
