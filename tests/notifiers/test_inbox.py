@@ -20,6 +20,7 @@ import pytest
 
 from fixtures import loading
 from reconciler.runtimes.registry import Clusters
+from reconciler.store import schema
 from tests.plugins import people
 from tests.plugins.doors import Door
 from tests.plugins.git import GitRepo
@@ -245,3 +246,39 @@ def test_the_inbox_needs_a_token_and_answers_its_members_items(shop: Nebula) -> 
         )
         assert bad.status_code == 422
         assert bad.json()["error"] == "give one item id or all, not both"
+
+
+def test_an_expired_request_leaves_the_deciders_and_tells_the_requester(shop: Nebula) -> None:
+    door = Door(shop)
+    approval = _redeploy(door, "dev", "production")
+    shop.clock.advance(hours=24, seconds=1)
+    assert _ids(door, "ada") == []  # past its expiry: no longer anyone's to decide
+    shop.reconcile()  # expires it
+    (item,) = door.read("inbox -o json", "dev").json["items"]
+    assert (item["id"], item["summary"]) == (
+        f"decision-{approval}",
+        "Your deploy of api r-2 in shop/production expired without a decision",
+    )
+
+
+def test_read_marks_go_with_their_member_and_their_project(shop: Nebula) -> None:
+    door = Door(shop)
+    approval = _redeploy(door, "dev", "production")
+    assert door.act("ada", f"reject {approval}").code == 0
+    assert door.act("dev", "inbox read --all").code == 0
+    assert door.act("ada", "member remove dev").code == 0
+    assert door.act("ada", "member add dev --role member").code == 0
+    # A member added again under the name starts with nothing read.
+    assert door.read("inbox --unread -o json", "dev").json["unread"] == 1
+    assert door.act("dev", "inbox read --all").code == 0
+    assert _marks(shop) == 1
+    # Forgotten with the project (its approvals' and deployments' ids may come back).
+    assert door.act("ada", "project remove shop --yes").code == 0
+    shop.settle()
+    assert door.read("project list -o json").json["projects"] == []
+    assert _marks(shop) == 0
+
+
+def _marks(nebula: Nebula) -> int:
+    with nebula.ctx.db.reading() as session:
+        return session.query(schema.InboxRead).count()
