@@ -282,3 +282,18 @@ def test_read_marks_go_with_their_member_and_their_project(shop: Nebula) -> None
 def _marks(nebula: Nebula) -> int:
     with nebula.ctx.db.reading() as session:
         return session.query(schema.InboxRead).count()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("nebula_any_db", ["postgres"], indirect=True)
+def test_the_inbox_on_postgres(nebula_any_db: Nebula, git_repo: GitRepo) -> None:
+    """The same queries on the other store (what is decided by whom, what nobody decided)."""
+    _build(nebula_any_db, git_repo)
+    door = Door(nebula_any_db)
+    approval = _redeploy(door, "dev", "production")
+    assert _ids(door, "carol") == [f"approval-{approval}"]
+    assert door.act("carol", f"approve {approval}").code == 0
+    assert _ids(door, "carol") == []
+    assert _ids(door, "dev") == [f"decision-{approval}"]
+    assert door.act("dev", "inbox read --all -o json").json["marked"] == [f"decision-{approval}"]
+    assert _ids(door, "dev", "--unread") == []
