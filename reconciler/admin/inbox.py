@@ -39,7 +39,7 @@ from reconciler.core.states import (
     DeploymentState,
 )
 from reconciler.errors import ConfigurationError, NotFoundError
-from reconciler.store import schema
+from reconciler.store import inserting, schema
 
 KEPT = 100  # the newest decisions and failures an inbox shows (each)
 DECIDED = (ApprovalState.APPROVED, ApprovalState.REJECTED, ApprovalState.EXPIRED)
@@ -113,12 +113,11 @@ def mark_read(
                 hint="nebula inbox lists them (a decided approval leaves its deciders' inboxes)",
             )
         chosen = [item for item in chosen if not item.read]
-    for item in chosen:
-        session.add(
-            schema.InboxRead(
-                member=who.name, item=item.id, project_id=item.project_id, read_at=clock.now()
-            )
-        )
+    for item in chosen:  # (marked read at once elsewhere too: then it stays marked once)
+        inserting.add_new(
+            session, schema.InboxRead, ["member", "item"],
+            member=who.name, item=item.id, project_id=item.project_id, read_at=clock.now(),
+        )  # fmt: skip
     return chosen
 
 
