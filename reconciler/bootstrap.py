@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from reconciler.admin import projects
+from reconciler.admin import repourls
 from reconciler.clock import Clock, SystemClock
 from reconciler.context import Context
 from reconciler.lazy import Part
@@ -27,7 +27,7 @@ def open_context(settings: Settings, clock: Clock | None = None, *, git: bool = 
     db = Database(settings.resolved_database_url)
     vault = open_vault(settings.secret_key, settings.state_dir)
     try:
-        projects.seal_credentials(db, vault)
+        repourls.seal_credentials(db, vault)
     except Exception as exc:  # a read-only store: it is tried again on the next start
         logging.getLogger("nebula").warning(
             "could not encrypt the credentials of repository URLs", extra={"reason": str(exc)}

@@ -42,7 +42,7 @@ from reconciler.core.states import (
     Role,
 )
 from reconciler.engine import drifting
-from reconciler.requests import approvals, changesets, deciding
+from reconciler.requests import deciding, records
 from reconciler.runtimes import tampering
 from reconciler.settings import Settings
 from reconciler.store import schema
@@ -135,7 +135,7 @@ class Demo:
     def show_gates(self) -> None:
         """Change sets held by a promotion gate: production waits for what staging proves."""
         with self.ctx.db.transaction() as session:
-            for changeset in changesets.listing(session, state=ChangeSetState.DRAFT):
+            for changeset in records.changesets(session, state=ChangeSetState.DRAFT):
                 if changeset.gate_state == GateState.WAITING.value:
                     self.say(
                         f"   {changeset.environment.name:<11} change set {changeset.id} waits: "
@@ -144,10 +144,10 @@ class Demo:
 
     def show_pending_approval(self) -> int:
         with self.ctx.db.transaction() as session:
-            pending = approvals.listing(session, state=ApprovalState.PENDING)
+            pending = records.approvals(session, state=ApprovalState.PENDING)
             assert pending, "the demo expects a production approval to be waiting"
             approval = pending[-1]
-            changeset = changesets.get(session, approval.target_id)
+            changeset = records.changeset(session, approval.target_id)
             self.say(
                 f"   approval {approval.id}: {approval.environment.name} change set {changeset.id} "
                 f"from {changeset.commit[:7] if changeset.commit else '?'} "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from reconciler.admin import projects
+from reconciler.admin import suspensions
 from reconciler.clock import utc
 from reconciler.core.states import Sync
 from reconciler.durations import format_age
@@ -48,9 +48,9 @@ def suspension(row: schema.Project | schema.Environment) -> dict[str, Any] | Non
     """``{"by", "at", "reason"}`` while suspended, else None: an environment is held by its
     project's suspension too, so it shows that one (what a client reading it must know)."""
     if isinstance(row, schema.Environment):
-        found = projects.suspended(row)
+        found = suspensions.suspended(row)
     else:
-        found = projects.suspension_of(row)
+        found = suspensions.suspension_of(row)
     if found is None:
         return None
     return {"by": found.by, "at": _iso(found.at), "reason": found.reason}

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciler import liveviews
-from reconciler.admin import auditing, projects
+from reconciler.admin import auditing, repourls
 from reconciler.admin.members import PROJECT_REQUESTER, shown_actor
 from reconciler.clock import utc
 from reconciler.core.states import (
@@ -169,7 +169,7 @@ def project_status(
         )
     return {
         "slug": project.slug,
-        "repo": projects.shown_repo(project),
+        "repo": repourls.shown_repo(project),
         "branch": project.branch,
         "commit": project.last_commit,
         "blocker": project.blocker,
@@ -202,7 +202,7 @@ def project(p: schema.Project) -> dict[str, Any]:
     """``nebula project list --json``: a project's registration and when it was polled."""
     return {
         "slug": p.slug,
-        "repo": projects.shown_repo(p),
+        "repo": repourls.shown_repo(p),
         "branch": p.branch,
         "path": p.path,
         "interval": p.interval_seconds,

@@ -18,7 +18,7 @@ from reconciler.core import rights
 from reconciler.core.rights import Principal
 from reconciler.core.states import DecisionChannel, GrantKind
 from reconciler.errors import RefusedError
-from reconciler.requests import actions, applying, changesets, deciding, suspending
+from reconciler.requests import actions, applying, changesets, deciding, records, suspending
 
 
 def _act(call: Call, act: Callable[[Session, Context, Principal], Document]) -> Document:
@@ -105,7 +105,7 @@ def apply_changeset(call: Call) -> Document:
     message = call.maybe("message")
 
     def apply(session: Session, ctx: Context, who: Principal) -> Document:
-        changeset = changesets.get(session, changeset_id)
+        changeset = records.changeset(session, changeset_id)
         where = principals.where(changeset.environment)
         rights.require(who, GrantKind.DEPLOY, where, verb="apply change sets")
         result = applying.apply(session, ctx, changeset, requester=who.name, message=message)
@@ -127,7 +127,7 @@ def discard_changeset(call: Call) -> Document:
     changeset_id = call.id("changeset_id", "change set")
 
     def discard(session: Session, ctx: Context, who: Principal) -> Document:
-        changeset = changesets.get(session, changeset_id)
+        changeset = records.changeset(session, changeset_id)
         where = principals.where(changeset.environment)
         rights.require(who, GrantKind.DEPLOY, where, verb="discard change sets")
         changesets.discard(

@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 
 from reconciler import liveviews, views
 from reconciler.acts.calls import Call, Document
-from reconciler.admin import projects
+from reconciler.admin import places as projects
 from reconciler.core.states import ApprovalState, ChangeSetState
 from reconciler.errors import ConfigurationError, NotFoundError, shown
-from reconciler.requests import approvals, changesets
+from reconciler.requests import records
 from reconciler.store import schema
 
 DEFAULT_LIMIT = 500
@@ -104,27 +104,27 @@ def get_deployment(call: Call) -> Document:
 def list_changesets(call: Call) -> Document:
     state = _state(ChangeSetState, call.option("state"))
     with call.ctx.db.reading() as session:
-        rows = changesets.listing(session, _project_id(session, call.option("project")), state)
+        rows = records.changesets(session, _project_id(session, call.option("project")), state)
         return {"changesets": [views.changeset_of(session, c) for c in rows]}
 
 
 def get_changeset(call: Call) -> Document:
     changeset_id = call.id("changeset_id", "change set")
     with call.ctx.db.reading() as session:
-        return {"changeset": views.changeset_of(session, changesets.get(session, changeset_id))}
+        return {"changeset": views.changeset_of(session, records.changeset(session, changeset_id))}
 
 
 def list_approvals(call: Call) -> Document:
     state = _state(ApprovalState, call.option("state"))
     with call.ctx.db.reading() as session:
-        rows = approvals.listing(session, _project_id(session, call.option("project")), state)
+        rows = records.approvals(session, _project_id(session, call.option("project")), state)
         return {"approvals": views.approvals_of(session, rows)}
 
 
 def get_approval(call: Call) -> Document:
     approval_id = call.id("approval_id", "approval")
     with call.ctx.db.reading() as session:
-        return {"approval": views.approval(approvals.get(session, approval_id))}
+        return {"approval": views.approval(records.approval(session, approval_id))}
 
 
 def history(call: Call) -> Document:

@@ -8,23 +8,31 @@ is stored twice: ``repo_url`` holds it as every output shows it (``https://***@h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import numbers, suggestions
+from reconciler import numbers
+from reconciler.admin import repourls
+from reconciler.admin.places import NO_PROJECTS as NO_PROJECTS
+from reconciler.admin.places import environment as environment
+from reconciler.admin.places import get as get
+from reconciler.admin.places import listing as listing
+from reconciler.admin.places import unit as unit
+from reconciler.admin.places import units as units
+from reconciler.admin.repourls import seal_credentials as seal_credentials
+from reconciler.admin.repourls import shown_repo as shown_repo
+from reconciler.admin.suspensions import Suspension as Suspension
+from reconciler.admin.suspensions import suspended as suspended
+from reconciler.admin.suspensions import suspension_of as suspension_of
 from reconciler.clock import Clock
-from reconciler.core import messages
-from reconciler.core.states import ServiceStatus
 from reconciler.durations import parse_duration
 from reconciler.errors import (
     ConfigurationError,
     ConflictError,
     InvalidFileError,
-    NotFoundError,
     shown,
 )
 from reconciler.gitsource import names, urls
@@ -33,9 +41,7 @@ from reconciler.model.reading import SLUG
 from reconciler.model.specs import EnvironmentConfig, EnvironmentSpec
 from reconciler.store import schema
 from reconciler.store.crypto import Vault
-from reconciler.store.database import Database
 
-NO_PROJECTS = "no project is registered yet: add one with nebula project add"
 SETTABLE = (
     "concurrency",
     "interval",
@@ -71,7 +77,7 @@ def add(
         created_at=clock.now(),
         next_poll_at=clock.now(),
     )
-    _store_repo(project, vault, repo)
+    repourls.store_repo(project, vault, repo)
     session.add(project)
     session.flush()
     return project
@@ -138,52 +144,11 @@ def _path(path: str) -> str:
     return names.normal_path(path)
 
 
-def _store_repo(project: schema.Project, vault: Vault | None, repo: str) -> None:
-    url = repo.strip()
-    shown = urls.sanitize_url(url)
-    if shown != url and vault is None:
-        raise ConfigurationError("credentials in a repository URL need the vault to be stored")
-    project.repo_url = shown
-    project.repo_url_encrypted = vault.encrypt(url) if shown != url and vault else None
-
-
-def seal_credentials(db: Database, vault: Vault) -> int:
-    """Projects registered before URLs with credentials were stored encrypted: seal them;
-    returns how many. On SQLite the freed bytes are zeroed (``secure_delete``) and the
-    write-ahead log is truncated, so no copy of the old text stays in the files."""
-    with db.reading() as session:
-        query = select(schema.Project.id, schema.Project.repo_url).where(
-            schema.Project.repo_url_encrypted.is_(None)
-        )
-        legacy = [
-            r.id for r in session.execute(query) if urls.sanitize_url(r.repo_url) != r.repo_url
-        ]
-    if not legacy:
-        return 0
-    with db.transaction() as session:
-        if db.is_sqlite:
-            session.execute(text("PRAGMA secure_delete = ON"))
-        for project in session.scalars(select(schema.Project).where(schema.Project.id.in_(legacy))):
-            _store_repo(project, vault, project.repo_url)
-    if db.is_sqlite:  # outside any transaction, which a checkpoint cannot run in
-        connection = db.engine.raw_connection()
-        try:
-            connection.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            connection.close()
-    return len(legacy)
-
-
 def remote_url(project: schema.Project, vault: Vault) -> str:
     """The URL git is handed: as registered, credentials included."""
     if project.repo_url_encrypted is None:
         return project.repo_url
     return vault.decrypt(project.repo_url_encrypted)
-
-
-def shown_repo(project: schema.Project) -> str:
-    """The URL as every output shows it: ``https://***@host/x`` when it has credentials."""
-    return urls.sanitize_url(project.repo_url)
 
 
 def schedule_next(project: schema.Project, wait: timedelta) -> None:
@@ -220,24 +185,6 @@ def find(session: Session, slug: str) -> schema.Project | None:
     return session.scalars(select(schema.Project).where(schema.Project.slug == slug)).first()
 
 
-def get(session: Session, slug: str, *, lock: bool = False) -> schema.Project:
-    """The project named ``slug``; ``lock`` holds its row until the transaction ends
-    (PostgreSQL: replicas deciding on the same project's webhook take turns)."""
-    query = select(schema.Project).where(schema.Project.slug == slug)
-    project = session.scalars(query.with_for_update() if lock else query).first()
-    if project is None:
-        known = list(session.scalars(select(schema.Project.slug).order_by(schema.Project.slug)))
-        raise NotFoundError(
-            f"No project named {shown(slug)}",
-            hint=suggestions.hint(slug, known, "projects", none=NO_PROJECTS),
-        )
-    return project
-
-
-def listing(session: Session) -> list[schema.Project]:
-    return list(session.scalars(select(schema.Project).order_by(schema.Project.slug)))
-
-
 def set_value(
     session: Session, vault: Vault, project: schema.Project, key: str, value: str
 ) -> None:
@@ -262,7 +209,7 @@ def set_value(
         project.path = _path(value)
     elif key == "repo":
         _check_repo(value)
-        _store_repo(project, vault, value)
+        repourls.store_repo(project, vault, value)
     elif key == "slack_channel":
         project.slack_channel = value or None
     elif key == "webhook_secret":
@@ -276,39 +223,6 @@ def set_value(
         raise ConfigurationError(
             f"unknown project setting {shown(key)}", hint=f"settings: {', '.join(SETTABLE)}"
         )
-
-
-def environment(session: Session, project: schema.Project, name: str) -> schema.Environment:
-    env = session.scalars(
-        select(schema.Environment).where(
-            schema.Environment.project_id == project.id, schema.Environment.name == name
-        )
-    ).first()
-    if env is None:
-        known = [e.name for e in project.environments]
-        raise NotFoundError(
-            f"Project '{project.slug}' has no environment {shown(name)}",
-            hint=suggestions.hint(name, known, "environments", none="no environments yet"),
-        )
-    return env
-
-
-def unit(session: Session, env: schema.Environment, name: str) -> schema.Unit:
-    row = session.scalars(
-        select(schema.Unit).where(schema.Unit.environment_id == env.id, schema.Unit.name == name)
-    ).first()
-    if row is None:
-        raise NotFoundError(
-            f"No service {shown(name)} in {env.project.slug}/{env.name}",
-            hint=suggestions.hint(name, sorted(units(session, env)), "services and databases"),
-        )
-    return row
-
-
-def units(session: Session, env: schema.Environment) -> dict[str, schema.Unit]:
-    """The environment's services and databases by name (not those removed and torn down)."""
-    rows = session.scalars(select(schema.Unit).where(schema.Unit.environment_id == env.id))
-    return {u.name: u for u in rows if u.status != ServiceStatus.REMOVED}
 
 
 def live_environment(env: schema.Environment) -> EnvironmentSpec:
@@ -348,28 +262,3 @@ def stored_config(
     return validation.load(text, files=manifests, namespace=lambda _: env.namespace).environment(
         env.name
     )
-
-
-@dataclass(frozen=True)
-class Suspension:
-    """Who suspended a project or an environment, when and why (``nebula suspend``)."""
-
-    by: str
-    at: datetime
-    reason: str
-
-    @property
-    def message(self) -> str:
-        return messages.suspended(self.by, self.at, self.reason)
-
-
-def suspension_of(row: schema.Project | schema.Environment) -> Suspension | None:
-    """``row``'s own suspension (an environment's, not its project's)."""
-    if row.suspended_by is None or row.suspended_at is None:
-        return None
-    return Suspension(row.suspended_by, row.suspended_at, row.suspended_reason or "")
-
-
-def suspended(env: schema.Environment) -> Suspension | None:
-    """What holds ``env``: its project's suspension, else its own; None when neither is."""
-    return suspension_of(env.project) or suspension_of(env)

@@ -23,7 +23,6 @@ from reconciler.core.states import (
     GrantKind,
 )
 from reconciler.engine import recording
-from reconciler.errors import NotFoundError
 from reconciler.settings import Settings
 from reconciler.store import events, schema
 from reconciler.store import listing as listings
@@ -96,15 +95,6 @@ def request(
     return approval
 
 
-def get(session: Session, approval_id: int, *, lock: bool = False) -> schema.Approval:
-    """``lock`` to decide it: two deciders (or a decider and expiry) at the same moment then
-    take turns, and the second sees the first's decision instead of deciding again."""
-    approval = session.get(schema.Approval, approval_id, with_for_update=True if lock else None)
-    if approval is None:
-        raise NotFoundError(f"No approval {approval_id}", hint="list them with: nebula approvals")
-    return approval
-
-
 def pending_for(session: Session, target: ApprovalTarget, target_id: int) -> schema.Approval | None:
     return session.scalars(
         select(schema.Approval).where(
@@ -156,12 +146,6 @@ def cancel_for(
             session, clock, approval, ApprovalState.CANCELLED, actor=actor, via=None, reason=reason
         )
     return approval
-
-
-def listing(
-    session: Session, project_id: int | None = None, state: ApprovalState | None = None
-) -> list[schema.Approval]:
-    return listings.rows(session, schema.Approval, project_id, state)
 
 
 def due(session: Session, clock: Clock) -> list[schema.Approval]:

@@ -22,11 +22,10 @@ from reconciler.core.states import (
 )
 from reconciler.core.transitions import Trigger
 from reconciler.engine import recording, releases
-from reconciler.errors import ConflictError, NotFoundError
+from reconciler.errors import ConflictError
 from reconciler.model.specs import EnvironmentConfig
 from reconciler.requests import approvals
 from reconciler.store import events, schema
-from reconciler.store.listing import rows as listing_rows
 
 
 @dataclass(frozen=True)
@@ -109,15 +108,6 @@ def from_file(changeset: schema.ChangeSet) -> bool:
     return any(line.kind != LineKind.SECRET.value for line in changeset.lines)
 
 
-def get(session: Session, changeset_id: int) -> schema.ChangeSet:
-    changeset = session.get(schema.ChangeSet, changeset_id)
-    if changeset is None:
-        raise NotFoundError(
-            f"No change set {changeset_id}", hint="list them with: nebula changesets"
-        )
-    return changeset
-
-
 def is_open(changeset: schema.ChangeSet) -> bool:
     return ChangeSetState(changeset.state) in OPEN_CHANGESET_STATES
 
@@ -132,12 +122,6 @@ def open_for(session: Session, environment_id: int, owner: str) -> list[schema.C
             )
         )
     )
-
-
-def listing(
-    session: Session, project_id: int | None = None, state: ChangeSetState | None = None
-) -> list[schema.ChangeSet]:
-    return listing_rows(session, schema.ChangeSet, project_id, state)
 
 
 def deployments_of(session: Session, changeset_id: int) -> list[schema.Deployment]:

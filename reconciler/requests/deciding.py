@@ -29,7 +29,7 @@ from reconciler.durations import format_duration
 from reconciler.engine import queueing, recording
 from reconciler.engine.queueing import Ended
 from reconciler.errors import AlreadyDecidedError
-from reconciler.requests import applying, approvals, changesets, guards, starting
+from reconciler.requests import applying, approvals, changesets, guards, records, starting
 from reconciler.store import schema
 
 
@@ -60,7 +60,7 @@ def decide(
     """Approve or reject as ``who``; refused (and nothing changes) for a decided approval,
     someone without the approve grant there, one's own request (``forbid_self_approval``), a
     suspension, a freeze, or the concurrency cap."""
-    approval = approvals.get(session, approval_id, lock=True)
+    approval = records.approval(session, approval_id, lock=True)
     if approval.state == ApprovalState.PENDING.value and approval.expires_at <= ctx.clock.now():
         expire(session, ctx, approval)
     if approval.state != ApprovalState.PENDING.value:
@@ -101,7 +101,7 @@ def decide(
     )
     if is_changeset:
         decision.ended = applying.complete(
-            session, ctx, changesets.get(session, approval.target_id), actor=decider
+            session, ctx, records.changeset(session, approval.target_id), actor=decider
         )
     else:
         deployment = session.get(schema.Deployment, approval.target_id)
@@ -126,7 +126,7 @@ def _reject_target(
     for deployment in _gated_deployments(session, approval):
         recording.move(session, ctx.clock, deployment, Trigger.REJECT, message=message, actor=actor)
     if approval.target == ApprovalTarget.CHANGESET.value:
-        changeset = changesets.get(session, approval.target_id)
+        changeset = records.changeset(session, approval.target_id)
         changesets.move(
             session, ctx.clock, changeset, ChangeSetState.REJECTED, message, actor=actor
         )
@@ -149,7 +149,7 @@ def expire(session: Session, ctx: Context, approval: schema.Approval) -> None:
     for deployment in _gated_deployments(session, approval):
         recording.move(session, ctx.clock, deployment, Trigger.EXPIRE, message=note)
     if approval.target == ApprovalTarget.CHANGESET.value:
-        changeset = changesets.get(session, approval.target_id)
+        changeset = records.changeset(session, approval.target_id)
         if changesets.is_open(changeset):
             changesets.move(
                 session, ctx.clock, changeset, ChangeSetState.DISCARDED, note, actor=None

@@ -29,7 +29,7 @@ from reconciler.core.states import (
 )
 from reconciler.engine import removing as engine_removing
 from reconciler.errors import ConflictError
-from reconciler.requests import approvals, changesets, starting
+from reconciler.requests import approvals, changesets, records, starting
 from reconciler.store import schema
 
 
@@ -48,10 +48,10 @@ def request(session: Session, ctx: Context, slug: str, who: Principal) -> schema
     if project.removing_at is not None:
         return project
     note = f"Project {slug} removed by {actor}"
-    for changeset in changesets.listing(session, project.id):
+    for changeset in records.changesets(session, project.id):
         if changesets.is_open(changeset):
             changesets.discard(session, ctx.clock, changeset, note, actor=actor)
-    for approval in approvals.listing(session, project.id):
+    for approval in records.approvals(session, project.id):
         if approval.state == ApprovalState.PENDING:
             target = ApprovalTarget(approval.target)
             approvals.cancel_for(

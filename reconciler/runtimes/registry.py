@@ -1,24 +1,31 @@
 """Which cluster an environment deploys to: the simulated one, or a kubeconfig context.
 
 The Kubernetes runtime (and the official client under it, a third of a second to import) is
-loaded by name (``KUBERNETES``) the first time an environment needs it: a command on the
+loaded by name (``KUBERNETES``) the first time an environment needs it, and so is the simulated
+one (``SIMULATED``): a command on the
 simulated cluster, or one that never reaches a cluster, does not pay for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from reconciler.clock import Clock
 from reconciler.lazy import Part
 from reconciler.runtimes import faults
 from reconciler.runtimes.cluster import Cluster
-from reconciler.runtimes.simulated import SimulatedCluster
 from reconciler.settings import Settings
 from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 
+if TYPE_CHECKING:
+    from reconciler.runtimes.simulated import SimulatedCluster
+
 KUBERNETES = Part("reconciler.runtimes.kubernetes", "connect")
+# The simulated cluster renders and keeps objects (the renderers, Jinja2): a read such as
+# ``nebula status`` never reaches a cluster and does not load it either.
+SIMULATED = Part("reconciler.runtimes.simulated", "SimulatedCluster")
 
 
 class Clusters:
@@ -42,7 +49,7 @@ class Clusters:
         cluster = self._by_context.get("<simulated>")
         if cluster is None:
             injected = faults.load(self.settings.simulated_faults)
-            cluster = SimulatedCluster(
+            cluster = SIMULATED.get()(
                 self.db,
                 self.clock,
                 self.settings.simulated_delay,
@@ -52,8 +59,7 @@ class Clusters:
                 without_cloudnative_pg=injected.without_cloudnative_pg,
             )
             self._by_context["<simulated>"] = cluster
-        assert isinstance(cluster, SimulatedCluster)
-        return cluster
+        return cast("SimulatedCluster", cluster)
 
     def for_environment(self, contexts: dict[str, str] | None, environment: str) -> Cluster:
         if self.settings.cluster == "simulated":

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from reconciler import views
 from reconciler.admin import projects
 from reconciler.core.states import ApprovalState, DeploymentState
-from reconciler.requests import approvals
+from reconciler.requests import records
 from reconciler.store import schema
 from reconciler.web import presenting
 
@@ -45,7 +45,7 @@ def filter_url(filters: Filters, name: str, value: str | None) -> str:
 
 
 def approvals_page(session: Session) -> dict[str, Any]:
-    rows = approvals.listing(session)
+    rows = records.approvals(session)
     decided = [a for a in reversed(rows) if a.state != ApprovalState.PENDING.value]
     return {
         "pending": presenting.pending_approvals(session, None),

@@ -11,7 +11,7 @@ from reconciler import liveviews
 from reconciler.admin import projects
 from reconciler.core.states import DeploymentState
 from reconciler.errors import NotFoundError
-from reconciler.requests import changesets
+from reconciler.requests import records
 from reconciler.store import schema
 from reconciler.web import listings, presenting, templating
 from reconciler.web.appstate import AppState, get_state, parse_id
@@ -95,7 +95,7 @@ def deployment(deployment_id: str, state: State) -> HTMLResponse:
 @router.get("/changesets/{changeset_id}")
 def changeset(changeset_id: str, state: State) -> HTMLResponse:
     with state.ctx.db.reading() as session:
-        c = changesets.get(session, parse_id(changeset_id, "change set"))
+        c = records.changeset(session, parse_id(changeset_id, "change set"))
         data = presenting.changeset_page(session, c)
         slug = data["changeset"]["project"]
         return _page(

@@ -20,7 +20,7 @@ from reconciler.core.states import HAPPY_PATH, ApprovalState, ApprovalTarget, De
 from reconciler.engine import releases
 from reconciler.model.references import Literal, RefKind
 from reconciler.model.specs import DatabaseSpec, ManifestsSpec, ProcessType, ServiceSpec
-from reconciler.requests import approvals
+from reconciler.requests import approvals, records
 from reconciler.store import schema
 from reconciler.web import diffs, grids
 
@@ -236,7 +236,7 @@ def project_page(session: Session, project: schema.Project) -> dict[str, Any]:
 def pending_approvals(session: Session, project_id: int | None) -> list[dict[str, Any]]:
     """Each pending approval with what it gates: its lines, and the rendered-manifest diff."""
     out = []
-    pending = approvals.listing(session, project_id, ApprovalState.PENDING)
+    pending = records.approvals(session, project_id, ApprovalState.PENDING)
     for a, shown in zip(pending, views.approvals_of(session, pending), strict=True):
         item: dict[str, Any] = {"approval": shown, "lines": [], "messages": []}
         if a.target == ApprovalTarget.CHANGESET:

@@ -18,7 +18,7 @@ from notifiers.clicks import answerable
 from reconciler.admin import principals
 from reconciler.context import Context
 from reconciler.core.states import DecisionChannel
-from reconciler.requests import applying, changesets, deciding
+from reconciler.requests import applying, deciding, records
 from reconciler.settings import Settings
 from reconciler.store import schema
 from reconciler.web import slack as interactions
@@ -207,7 +207,7 @@ def test_approving_your_own_request_is_refused_when_the_policy_forbids_it(
     flow.project(text=nebula_toml(staging=False, auto_deploy=False))
     flow.reconcile()
     with flow.ctx.db.transaction() as session:
-        (draft,) = changesets.listing(session)
+        (draft,) = records.changesets(session)
         applied = applying.apply(session, flow.ctx, draft, requester="alice")
         assert applied.approval is not None
         approval_id = applied.approval.id
