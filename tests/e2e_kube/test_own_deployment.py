@@ -93,7 +93,6 @@ class Run:
     rerouted: dict[str, set[str]] = field(default_factory=dict)  # after the second push
     drift: list[dict[str, Any]] = field(default_factory=list)
     left: dict[str, set[str]] = field(default_factory=dict)  # kind -> names, after removal
-    removed: str = ""
     diff: int = 0  # nebula diff's exit code, without the watch cache
     requests: list[deployed.Request] = field(default_factory=list)
     rbac: list[dict[str, Any]] = field(default_factory=list)  # the rules of both ClusterRoles
@@ -142,7 +141,7 @@ def _scenario(nebula: KubeNebula, repo: GitRepo, live: Live, run: Run) -> None:
     run.drift = nebula.units()[("staging", "web")]["drift"]
     run.diff = _uncached_diff(nebula)
 
-    run.removed = nebula.ok(f"project remove {nebula.project} --yes").out
+    nebula.ok(f"project remove {nebula.project} --yes")
     nebula.settle()
     run.left = _live(live)
 

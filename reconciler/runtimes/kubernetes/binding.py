@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from reconciler.core.states import Blocker
 from reconciler.errors import ConfigurationError, TransientError
@@ -128,7 +127,7 @@ class Binder:
         answer = self._transport.call(
             "POST",
             REVIEWS,
-            what=f"check Nebula's rights in {quote(namespace, safe='')}",
+            what=f"check Nebula's rights in {namespace}",
             body=review,
         )
         return bool(((answer or {}).get("status") or {}).get("allowed"))
