@@ -115,6 +115,8 @@ class Settings:
     database_url: str = _text("", "the store: empty is SQLite nebula.db in NEBULA_STATE_DIR; postgresql+psycopg://user:password@host/db for several replicas", secret=True)
     cluster: str = _choice("simulated", ("simulated", "kubernetes"), "where releases run: the embedded simulated cluster, or a Kubernetes cluster")
     kubeconfig: str = _text("", "the kubeconfig for NEBULA_CLUSTER=kubernetes; empty: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account")
+    kube_namespace_role: str = _text("", "the ClusterRole Nebula binds to NEBULA_KUBE_SERVICE_ACCOUNT with a RoleBinding in each namespace it creates (deploy/kubernetes: nebula-namespace); empty: none")
+    kube_service_account: str = _text("", "NAMESPACE/NAME of the ServiceAccount Nebula runs as: the subject of the RoleBindings of NEBULA_KUBE_NAMESPACE_ROLE")
     slack_bot_token: str = _text("", "the Slack bot token; without it notifications are recorded but not sent", secret=True)
     slack_signing_secret: str = _text("", "verifies Slack's requests to /slack/interactions; without it they get 401", secret=True)
     slack_api_url: str = _text("https://slack.com/api/", "Slack's Web API")

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     import kubernetes.client
 
 CONTEXT = "nebula-test"
+# The one identity whose requests the API server writes to its audit log (audit_log below):
+# Nebula's ServiceAccount as deploy/kubernetes makes it. Every other request is not logged, so
+# the log costs the other tests nothing.
+AUDITED_USER = "system:serviceaccount:nebula:nebula"
 BUILD_HINT = "run .ci/build-kube (it builds them from Debian's kubernetes source package)"
 
 
@@ -81,6 +85,7 @@ class KubeAPI:
     ca_path: Path
     rest: KubeRest
     network: PodNetwork
+    audit_log: Path | None = None  # JSON lines, one per request of AUDITED_USER
 
     def api_client(self) -> kubernetes.client.ApiClient:
         """A fresh `kubernetes` client built from the kubeconfig file; use it in a `with`."""
@@ -115,6 +120,14 @@ def client_from_kubeconfig(path: Path, context: str) -> kubernetes.client.ApiCli
         client_configuration=configuration,
     )
     return ClosingApiClient(configuration=configuration)
+
+
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata", "users": [AUDITED_USER]}, {"level": "None"}],
+}
 
 
 class ControlPlane:
@@ -179,6 +192,7 @@ class ControlPlane:
                 }
             )
         )
+        (work / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
         certs = work / "certs"
         apiserver = Process(
             "kube-apiserver",
@@ -191,7 +205,12 @@ class ControlPlane:
                 "--advertise-address=127.0.0.1",
                 f"--cert-dir={certs}",
                 f"--token-auth-file={work / 'tokens.csv'}",
-                "--authorization-mode=AlwaysAllow",
+                # RBAC, as on a real cluster: the admin token is in system:masters (allowed
+                # everything), and deploy/'s ServiceAccount gets only what its roles grant.
+                "--authorization-mode=RBAC",
+                f"--audit-policy-file={work / 'audit-policy.yaml'}",
+                f"--audit-log-path={work / 'audit.log'}",
+                "--audit-log-format=json",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={work / 'sa.pub'}",
                 f"--service-account-signing-key-file={work / 'sa.key'}",
@@ -255,7 +274,9 @@ class ControlPlane:
         manager.wait_ready(
             lambda: _exists(rest, "/api/v1/namespaces/default/serviceaccounts/default"), 60
         )
-        self.api = KubeAPI(kubeconfig, CONTEXT, server, self.token, ca_path, rest, self.network)
+        self.api = KubeAPI(
+            kubeconfig, CONTEXT, server, self.token, ca_path, rest, self.network, work / "audit.log"
+        )
         return self.api
 
     def logs(self) -> dict[str, Path]:

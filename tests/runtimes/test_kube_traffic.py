@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from reconciler.engine.drifting import compare
+from tests.infra import gatewayapi
 from tests.infra.kuberest import KubeRest, KubeRestError
 from tests.infra.kubeserver import KubeAPI
 from tests.infra.waiting import wait_for
@@ -21,74 +22,11 @@ from tests.runtimes.test_kubernetes import deploy
 
 pytestmark = pytest.mark.kube
 
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-GATEWAY = "/apis/gateway.networking.k8s.io/v1"
-# A minimal HTTPRoute CRD (the issue allows one the tests write): the group, version and
-# kind of Gateway API v1, its fields left to the renderer's own check against the published
-# schema (tests/renderers/test_hardened_pods.py).
-HTTPROUTE_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {
-        "name": "httproutes.gateway.networking.k8s.io",
-        # *.k8s.io groups need it; the published CRD carries the same annotation.
-        "annotations": {
-            "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/4530"
-        },
-    },
-    "spec": {
-        "group": "gateway.networking.k8s.io",
-        "names": {
-            "kind": "HTTPRoute",
-            "listKind": "HTTPRouteList",
-            "plural": "httproutes",
-            "singular": "httproute",
-        },
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            },
-                            "status": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            },
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
-
 
 @pytest.fixture(scope="session")
 def gateway_api(kube_api: KubeAPI) -> Iterator[KubeRest]:
-    rest = kube_api.rest
-    try:
-        rest.post(CRD_PATH, HTTPROUTE_CRD)
-    except KubeRestError as exc:
-        if exc.status != 409:  # installed by an earlier run on this server
-            raise
-
-    def served() -> bool:
-        try:
-            rest.get(GATEWAY)
-        except KubeRestError:
-            return False
-        return True
-
-    wait_for(served, "the HTTPRoute CRD to be served")
-    yield rest
+    gatewayapi.install(kube_api.rest)
+    yield kube_api.rest
 
 
 def _gone(rest: KubeRest, path: str) -> bool:
@@ -110,7 +48,7 @@ def test_an_httproute_is_applied_with_the_service_and_removed_at_teardown(
     )
     first = kube_harness.release(1, service)
     deploy(kube_harness, first)
-    path = f"{GATEWAY}/namespaces/{first.namespace}/httproutes/api-web"
+    path = f"{gatewayapi.GATEWAY}/namespaces/{first.namespace}/httproutes/api-web"
     route: dict[str, Any] = gateway_api.get(path)
 
     assert route["spec"]["hostnames"] == ["shop.example.com"]

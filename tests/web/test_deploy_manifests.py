@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from reconciler.cli import serving
+from reconciler.runtimes.kubernetes import binding as binding_module
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes"
 VERSIONS = ["1.29.0", kubernetes_validate.utils.latest_version()]
@@ -106,36 +107,68 @@ def test_the_service_reaches_the_pods() -> None:
     assert service["spec"]["ports"][0]["targetPort"] == "http"
 
 
-def test_rbac_grants_the_kinds_nebula_applies_and_nothing_wider() -> None:
-    role = _one("ClusterRole")
-    binding = _one("ClusterRoleBinding")
-    granted = {
+def _role(name: str) -> dict[str, Any]:
+    [found] = [
+        doc
+        for _, doc in _manifests()
+        if doc["kind"] == "ClusterRole" and doc["metadata"]["name"] == name
+    ]
+    return found
+
+
+def _grants(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
+    return {
         (group, resource): set(rule["verbs"])
         for rule in role["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
     }
-    applied = {
-        ("", "namespaces"), ("", "services"), ("", "configmaps"), ("", "secrets"),
-        ("", "persistentvolumeclaims"), ("apps", "deployments"), ("apps", "statefulsets"),
-        ("batch", "jobs"), ("batch", "cronjobs"), ("policy", "poddisruptionbudgets"),
-        ("autoscaling", "horizontalpodautoscalers"), ("networking.k8s.io", "ingresses"),
-        ("gateway.networking.k8s.io", "httproutes"), ("postgresql.cnpg.io", "clusters"),
-    }  # fmt: skip
 
-    for kind in applied:
-        assert {"get", "list", "patch"} <= granted[kind], kind
-        # What drain and teardown delete (namespaces never are).
-        assert ("delete" in granted[kind]) is (kind != ("", "namespaces")), kind
-    assert {"get", "list"} <= granted[("", "pods")]
-    assert granted[("", "pods/log")] == {"get"}
+
+def test_cluster_wide_nebula_only_makes_namespaces_and_binds_its_namespace_role_in_them() -> None:
+    """What each verb is for is proven on the API server (e2e_kube/test_own_deployment.py);
+    here, what the files must keep: nothing namespaced bound cluster-wide."""
+    [container] = _one("Deployment")["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    namespace_role = env["NEBULA_KUBE_NAMESPACE_ROLE"]
+    account = _one("ServiceAccount")["metadata"]
+    binding = _one("ClusterRoleBinding")
+    cluster_wide = _role(binding["roleRef"]["name"])
+
+    assert (
+        env["NEBULA_KUBE_SERVICE_ACCOUNT"]
+        == "nebula/nebula"
+        == f"{account['namespace']}/{account['name']}"
+    )
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
+    assert _grants(cluster_wide) == {
+        ("", "namespaces"): {"get", "create", "patch"},  # never list, never delete
+        ("rbac.authorization.k8s.io", "rolebindings"): {"create", "patch"},
+        ("rbac.authorization.k8s.io", "clusterroles"): {"bind"},
+    }
+    names = {rule["resources"][0]: rule.get("resourceNames") for rule in cluster_wide["rules"]}
+    assert names == {
+        "namespaces": None,
+        "rolebindings": [binding_module.NAME],
+        "clusterroles": [namespace_role],
+    }
+    granted = _grants(_role(namespace_role))
+    assert ("", "namespaces") not in granted and ("", "secrets") in granted
+    assert not any("*" in verbs or "*" in key[1] or "*" in key[0] for key, verbs in granted.items())
     # The readiness check from outside the cluster goes through the API server's service
     # proxy: without this the API server answers every probe 403 (runtimes/test_probing.py).
     assert granted[("", "services/proxy")] == {"get"}
-    assert not any("*" in verbs or "*" in key[1] or "*" in key[0] for key, verbs in granted.items())
-    assert "delete" not in granted[("", "namespaces")]
-    assert {g for g, _ in granted} == {g for g, _ in applied}
-    assert binding["roleRef"]["name"] == role["metadata"]["name"]
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "nebula", "namespace": "nebula"}
-    ]
+
+
+def test_the_image_runs_as_a_numeric_non_root_user() -> None:
+    lines = (DEPLOY.parent / "Dockerfile").read_text(encoding="utf-8").splitlines()
+    [user] = [line.split()[1] for line in lines if line.startswith("USER ")]
+    pod = _one("Deployment")["spec"]["template"]["spec"]
+
+    assert user.isdigit() and int(user) != 0
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == int(user)
+    [container] = pod["containers"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False

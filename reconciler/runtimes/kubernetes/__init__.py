@@ -13,6 +13,7 @@ The modules, from the wire up::
     rollouts     a workload's progress and definitive obstacles from its status (pure)
     probing      the qualifying check through the release's own Service
     activating   the stable Service's selector
+    binding      Nebula's RoleBinding in each namespace it creates (deploy/'s least privilege)
     draining     scale to zero, delete by label, teardown
     kinds        the kinds the watch cache keeps, with their selectors (one line each)
     selectors    label selectors matched in memory (pure)
@@ -32,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconciler.clock import Clock
-from reconciler.runtimes.kubernetes import configs
+from reconciler.runtimes.kubernetes import binding, configs
 from reconciler.runtimes.kubernetes.cluster import KubernetesCluster
 from reconciler.runtimes.kubernetes.configs import Timeouts
 from reconciler.runtimes.kubernetes.probing import Prober
@@ -67,4 +68,9 @@ def connect(
     connection = configs.connect(
         context, kubeconfig, environ=environ, timeouts=timeouts or Timeouts()
     )
-    return KubernetesCluster(connection, clock, prober=prober, watch=watch)
+    role = (
+        binding.parse(settings.kube_namespace_role, settings.kube_service_account)
+        if settings is not None
+        else None
+    )
+    return KubernetesCluster(connection, clock, prober=prober, watch=watch, namespace_role=role)

@@ -59,6 +59,7 @@ from reconciler.runtimes.kubernetes import (
     streams,
 )
 from reconciler.runtimes.kubernetes.applying import Applier
+from reconciler.runtimes.kubernetes.binding import Binder, NamespaceRole
 from reconciler.runtimes.kubernetes.caching import Cache
 from reconciler.runtimes.kubernetes.configs import Connection
 from reconciler.runtimes.kubernetes.discovery import Discovery
@@ -77,6 +78,7 @@ LOG_LINES = 20
 LOG_BYTES = 4096
 # What a unit that is still there has in its namespace, whatever else was torn down.
 WORKLOADS = ("Deployment", "StatefulSet", "CronJob")
+NOTHING_TO_WAIT_FOR = timedelta(days=1)  # how long a unit without workloads has been "ready"
 SETTLE = 2.0  # seconds a drift check waits for informers it started to sync
 
 
@@ -90,6 +92,7 @@ class KubernetesCluster:
         job_grace: timedelta = jobs.DEADLINE_GRACE,
         log_lines: int = LOG_LINES,
         watch: bool = True,
+        namespace_role: NamespaceRole | None = None,
     ) -> None:
         self.connection = connection
         self.clock = clock or SystemClock()
@@ -101,6 +104,9 @@ class KubernetesCluster:
         self.remover = Remover(self.transport, self.discovery)
         self.prober: Prober = prober or (
             InClusterProber() if connection.in_cluster else ServiceProxyProber(self.transport)
+        )
+        self.binder = (
+            Binder(namespace_role, self.applier, self.transport) if namespace_role else None
         )
         self._job_grace = job_grace
         self._log_lines = log_lines
@@ -140,6 +146,9 @@ class KubernetesCluster:
                 if exc.status != 403:
                     raise
                 forbidden = exc
+            else:
+                if self.binder is not None:
+                    self.binder.bind(objects.namespace)
         self._check_namespace(objects.namespace, forbidden)
         for manifest in objects.shared:
             if manifest.get("kind") != "Namespace":
@@ -265,7 +274,10 @@ class KubernetesCluster:
 
     def rollout(self, objects: ReleaseObjects) -> Rollout:
         if objects.primary is None:
-            return Rollout(0, 0, True, ready_since=self.clock.now(), message="Nothing to wait for")
+            # Nothing runs, so nothing has to stay ready for the stabilization period (as on
+            # the simulated cluster): a cron-only service goes on at once.
+            ready_since = self.clock.now() - NOTHING_TO_WAIT_FOR
+            return Rollout(0, 0, True, ready_since=ready_since, message="Nothing to wait for")
         namespace, kind, name = objects.namespace, objects.primary_kind, objects.primary
         if kind == CLUSTER_KIND:
             return operands.rollout(self.discovery, self.reader, self.transport, objects)
