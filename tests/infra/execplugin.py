@@ -5,7 +5,8 @@ it runs, and answers an ``ExecCredential`` with its ``expirationTimestamp``.
 The test steers it through files beside the script: ``mode`` (``mint``, ``garbage``: a token
 the API server refuses, ``fail``: exits 3 with two lines on stderr, ``hang``: sleeps, ``badjson``),
 ``lifetime`` (seconds until the expiry it reports; the token itself lives 10 minutes) and
-reads ``runs``, the number of times it ran. The admin token it mints with reaches it through
+reads ``runs``, the number of times it ran (and ``nebula-variables``, the ``NEBULA_*``
+variables it was given). The admin token it mints with reaches it through
 the kubeconfig's ``env``, like a cloud CLI's own credentials.
 """
 
@@ -40,6 +41,8 @@ def read(name, default):
 runs = int(read("runs", "0")) + 1
 with open(os.path.join(here, "runs"), "w") as f:
     f.write(str(runs))
+with open(os.path.join(here, "nebula-variables"), "w") as f:
+    f.write(" ".join(sorted(k for k in os.environ if k.startswith("NEBULA_"))))
 mode = read("mode", "mint")
 request = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
 if mode == "fail":
@@ -88,6 +91,11 @@ class ExecPlugin:
     def set(self, mode: str = "mint", lifetime: int = 600) -> None:
         (self.directory / "mode").write_text(mode)
         (self.directory / "lifetime").write_text(str(lifetime))
+
+    @property
+    def nebula_variables(self) -> str:
+        """The ``NEBULA_*`` variables its last run saw."""
+        return (self.directory / "nebula-variables").read_text()
 
     @property
     def runs(self) -> int:

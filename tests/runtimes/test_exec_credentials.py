@@ -59,13 +59,18 @@ def cluster(plugin: ExecPlugin, clock: FakeClock, tmp_path: Path) -> Iterator[Ku
 
 
 def test_the_token_is_kept_until_a_minute_before_it_expires_then_the_plugin_runs_again(
-    plugin: ExecPlugin, cluster: KubernetesCluster, clock: FakeClock
+    plugin: ExecPlugin,
+    cluster: KubernetesCluster,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("NEBULA_SECRET_KEY", "not-for-plugins")
     assert plugin.runs == 0  # connecting sends nothing, so runs nothing
 
     about = cluster.describe()
     assert (about.error, about.version, about.credentials) == (None, "v1.20.2", Credentials.EXEC)
     assert plugin.runs == 1
+    assert plugin.nebula_variables == ""  # Nebula's settings are not passed on
     # A watch has a client of its own, with the same plugin and the token it gave.
     stream = cluster.transport.stream(
         "/api/v1/namespaces",

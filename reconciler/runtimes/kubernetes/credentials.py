@@ -8,7 +8,8 @@ logs the plugin's words and goes on without credentials, so the API server's ans
 non-zero, prints no ExecCredential, takes too long) is ``UnreachableError``, the ``delivery``
 blocker, naming the plugin and the last line of its stderr, which is where plugins say why.
 
-The token is kept until shortly before its ``expirationTimestamp`` (``fresh_until``), then the
+The plugin runs without a terminal, in the kubeconfig's directory, with Nebula's environment
+but its ``NEBULA_*`` settings, plus the section's ``env``. The token is kept until shortly before its ``expirationTimestamp`` (``fresh_until``), then the
 plugin runs again on the next request; one without an expiry is kept until the API server
 refuses it (401: ``forget``). Nothing is written to disk: the plugin's answer lives in this
 object. A plugin that gives a client certificate instead of a token is refused, since using one
@@ -36,6 +37,7 @@ API_VERSIONS = (f"{API_GROUP}/v1", f"{API_GROUP}/v1beta1")
 MARGIN = timedelta(seconds=60)  # refreshed this long before expiry (at most half its life)
 RETRY_AFTER = timedelta(seconds=5)  # a failure is answered again for this long
 TIMEOUT = 30.0  # seconds a plugin may take
+NEBULA_PREFIX = "NEBULA_"  # variables not passed on to a plugin
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,9 @@ class ExecCredentials:
         if plugin.cluster is not None:
             info["cluster"] = dict(plugin.cluster)
         request = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": info}
-        env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(request)}
+        # Nebula's own settings (the store's URL, its keys) are none of the plugin's business.
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(NEBULA_PREFIX)}
+        env = {**inherited, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(request)}
         try:
             done = subprocess.run(
                 [plugin.command, *plugin.args],
