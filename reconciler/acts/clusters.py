@@ -3,7 +3,8 @@ environments on it. A member read: it names servers, which the public status pag
 
 The clusters are the kubeconfig contexts the projects' environments name (``nebula project set
 SLUG cluster.ENV CONTEXT``) and the default one (the kubeconfig's current context, or the pod's
-service account), which is always listed: it is where a new project deploys. Contexts that are
+service account), which is listed even with no environment on it (it is where a new project
+deploys) unless there is none. Contexts that are
 one context by name (the default and an environment naming the current context) are one row.
 Each is asked its version once, in turn (a cluster that does not answer costs its connect
 timeout); a context the kubeconfig lacks is a row with the error and no server.
@@ -33,6 +34,8 @@ def list_clusters(call: Call) -> Document:
         try:
             about = call.ctx.clusters.for_context(context).describe()
         except ConfigurationError as exc:
+            if context is None and not environments:
+                continue  # no default context, and nothing needs one
             about = About(context, None, None, exc.message, None)
         if about.context in rows:
             rows[about.context][1].extend(environments)

@@ -8,7 +8,7 @@ import argparse
 from reconciler.cli import common, output, tables
 
 CLUSTER_COLUMNS = (
-    tables.Column("context", lambda row: row["context"] or "in-cluster"),
+    tables.Column("context", lambda row: row["context"] or _unnamed(row)),
     tables.Column("server", "server"),
     tables.Column("version", "version"),
     tables.Column("credentials", "credentials"),
@@ -32,3 +32,8 @@ def clusters(args: argparse.Namespace) -> int:
     else:
         tables.show(rows, CLUSTER_COLUMNS)
     return 0
+
+
+def _unnamed(row: tables.Row) -> str:
+    """The default context has no name in-cluster, or when the kubeconfig cannot be read."""
+    return "in-cluster" if row["credentials"] == "in-cluster" else "(default)"
