@@ -130,6 +130,11 @@ ROUTES: tuple[Route, ...] = (
     _private("/api/v1/notify/channels", "notify:list_channels",
              "Notification channels: kind, scope, events, a redacted target, last delivery "
              "and last error (nebula notify list)", "ChannelList"),
+    _private("/api/v1/inbox", "inbox:list_inbox",
+             "The caller's inbox: approvals they may decide, decisions on their requests, "
+             "failures of their deployments; newest first (nebula inbox)", "InboxList",
+             Param("unread", pattern=r"^(true|false)$", max_length=5,
+                   about="true: only the items not read yet")),
     _private("/api/v1/projects/{slug}/environments/{env}/secrets", "organization:list_secrets",
              "Secret names, never values (nebula secret list)", "SecretList", SLUG, ENV_PATH),
     # -- acts: a token, and the rights of its member ---------------------------------------
@@ -220,6 +225,9 @@ ROUTES: tuple[Route, ...] = (
          "the settings)", "ChannelTested", None,
          Param("channel_id", in_path=True, pattern=r"^([0-9]{1,18}|default)$", max_length=18,
                about="a channel id, or default")),
+    _act("POST", "/api/v1/inbox/read", "inbox:mark_read",
+         "Mark an item of the caller's inbox read, or all of them (any role)", "InboxMarked",
+         "InboxRead"),
     _act("POST", "/api/v1/simulated/edit", "projects:simulated_edit",
          "Set a field of a live object on the simulated cluster (a test and demo aid; admin)",
          "SimulatedChange", "SimulatedEdit"),

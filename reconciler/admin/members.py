@@ -162,10 +162,12 @@ def listing(session: Session) -> list[schema.Member]:
 
 
 def remove(session: Session, name: str) -> schema.Member:
-    """Remove a member with their tokens and grants (what they did keeps their name)."""
+    """Remove a member with their tokens, grants and what they read of their inbox (what
+    they did keeps their name; a member added later under it starts with nothing read)."""
     member = get(session, name)
     session.execute(delete(schema.ApiToken).where(schema.ApiToken.member_id == member.id))
     session.execute(delete(schema.GrantRow).where(schema.GrantRow.member_id == member.id))
+    session.execute(delete(schema.InboxRead).where(schema.InboxRead.member == member.name))
     session.delete(member)
     session.flush()
     return member

@@ -63,6 +63,7 @@ COMMANDS: dict[str, dict[str, str]] = {
     "reconciler.cli.notify": {
         "notify": "notification channels: Slack, PagerDuty, Teams, e-mail, webhooks"
     },
+    "reconciler.cli.inbox": {"inbox": "approvals to decide, decisions, failures: yours"},
     "reconciler.cli.deployments": {
         "status": "active releases and in-flight deployments",
         "deployments": "deployments, newest last",

@@ -1,5 +1,6 @@
 """Who must approve what, and when an approval passes at once (behaviour.md, "Approvals");
-who may decide one (``check_decider``) and who may cancel a deployment (``check_canceller``).
+who may decide one (``check_decider``, ``may_decide``) and who may cancel a deployment
+(``check_canceller``).
 
 Pure: the caller gathers the facts (policies, whether the requester holds the approve grant
 there, everyone who does, the services' ``skip_production_approval``) and records the
@@ -77,6 +78,17 @@ def check_decider(
             "Your policy forbids approving your own deploys: someone else must approve this request.",
             hint=f"who can approve it: {', '.join(others)}" if others else _no_one_else(where),
         )
+
+
+def may_decide(decider: Principal, requester: str, policies: Policies, where: Where) -> bool:
+    """Whether ``check_decider`` would let ``decider`` decide this request: what a member's
+    inbox lists as theirs to decide (the same rule, so the inbox never offers what a click
+    would refuse)."""
+    try:
+        check_decider(decider, requester, policies, where, approve=True)
+    except ForbiddenError:
+        return False
+    return True
 
 
 def _no_one_else(where: Where) -> str:

@@ -158,6 +158,7 @@ def _forget(session: Session, ctx: Context, project: schema.Project) -> None:
         delete(schema.Environment).where(schema.Environment.project_id == pid),
         delete(schema.Secret).where(schema.Secret.project_id == pid),
         delete(schema.WebhookDelivery).where(schema.WebhookDelivery.project_id == pid),
+        delete(schema.InboxRead).where(schema.InboxRead.project_id == pid),
     ):
         session.execute(statement)
     grants.forget_project(session, pid)

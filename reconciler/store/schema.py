@@ -27,13 +27,14 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 # The declarative base and the organization's tables live in modules of their own; they are
 # named here too, so that every table is ``schema.X``.
 from reconciler.store.base import Base, UTCDateTime
-from reconciler.store.notifying import NotifyChannel
+from reconciler.store.notifying import InboxRead, NotifyChannel
 from reconciler.store.organization import ApiToken, FreezeWindowRow, Member, Setting
 
 __all__ = [
     "ApiToken",
     "Base",
     "FreezeWindowRow",
+    "InboxRead",
     "Member",
     "NotifyChannel",
     "Setting",
@@ -235,6 +236,7 @@ class Deployment(Base):
         Index("ix_deployments_open", "finished_at", "environment_id"),
         Index("ix_deployments_unit", "unit_id", "id"),
         Index("ix_deployments_marker", "stage_marker"),
+        Index("ix_deployments_requester", "requested_by", "state"),  # a member's inbox
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
@@ -268,7 +270,10 @@ class Deployment(Base):
 
 class Approval(Base):
     __tablename__ = "approvals"
-    __table_args__ = (Index("ix_approvals_due", "state", "expires_at"),)
+    __table_args__ = (
+        Index("ix_approvals_due", "state", "expires_at"),
+        Index("ix_approvals_requester", "requested_by", "state"),  # a member's inbox
+    )
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"))
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))

@@ -211,3 +211,12 @@ class ChannelAdd(In):
         max_length=200,
         description="events: approval,failure,drift,healthy,blocked (default approval,failure,drift)",
     )
+
+
+class InboxRead(In):
+    """Checked by the act (one item id, or all), so both doors refuse in the same words."""
+
+    id: str | None = Field(
+        default=None, max_length=40, description="an item: approval-12, decision-12, failure-40"
+    )
+    all: bool = Field(default=False, description="every unread item")

@@ -1,4 +1,5 @@
-"""The documents of notification channels (``nebula notify``), as pydantic models for
+"""The documents of notification channels (``nebula notify``) and of a member's inbox
+(``nebula inbox``), as pydantic models for
 ``/openapi.json``. Like ``models``, they allow more fields than they declare; none holds a
 secret but ``ChannelAdded.signing_secret``, answered once.
 """
@@ -44,3 +45,27 @@ class ChannelTested(Out):
     channel: str
     delivered: bool
     error: str | None = Field(description="why the test did not arrive")
+
+
+class InboxItem(Out):
+    id: str = Field(description="approval-N (to decide), decision-N (on your request), failure-N")
+    kind: str = Field(description="approval, decision or failure")
+    project: str
+    environment: str
+    service: str | None = Field(description="the service, where the item is about one")
+    summary: str
+    link: str = Field(description="the approval on the approvals page, or the deployment's page")
+    created_at: str | None = Field(description="requested, decided, or failed then")
+    read: bool
+    approval_id: str | None
+    deployment_id: str | None
+
+
+class InboxList(Out):
+    items: list[InboxItem] = Field(description="newest first")
+    unread: int = Field(description="unread items in the whole inbox (with unread=true too)")
+
+
+class InboxMarked(Out):
+    marked: list[str] = Field(description="the items that were unread and now are read")
+    unread: int = Field(description="unread items left")

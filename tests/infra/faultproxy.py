@@ -335,6 +335,7 @@ class _Handler(QuietHandler):
                 self.send_header(name, value)
         if length is None and not bodiless:
             self.send_header("Transfer-Encoding", "chunked")
+        self._say_if_closing()
         self.end_headers()
         if bodiless:
             response.read()
@@ -367,5 +368,13 @@ class _Handler(QuietHandler):
         self.send_response_only(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        self._say_if_closing()
         self.end_headers()
         self.wfile.write(body)
+
+    def _say_if_closing(self) -> None:
+        """Tells the client when this answer is the connection's last (its request asked for
+        `Connection: close`): unwarned, a client puts the connection back in its pool and may
+        send the next request on it just as the proxy closes it, and meets an SSL EOF."""
+        if self.close_connection:
+            self.send_header("Connection", "close")

@@ -113,6 +113,11 @@ class Acting:
             olga = principals.by_name(session, "olga")
             suspending.resume(session, self.nebula.ctx, "shop", env, olga)
 
+    def inbox_reads(self, who: str | None) -> int:
+        """How many items of their inbox ``who`` has marked read."""
+        with self.nebula.ctx.db.transaction() as session:
+            return session.query(schema.InboxRead).filter(schema.InboxRead.member == who).count()
+
     def deployment_count(self) -> int:
         with self.nebula.ctx.db.transaction() as session:
             return session.query(schema.Deployment).count()

@@ -61,6 +61,7 @@ WRITES = {
     "POST /api/v1/notify/channels": "/api/v1/notify/channels",
     "DELETE /api/v1/notify/channels/{channel_id}": "/api/v1/notify/channels/1",
     "POST /api/v1/notify/channels/{channel_id}/test": "/api/v1/notify/channels/1/test",
+    "POST /api/v1/inbox/read": "/api/v1/inbox/read",
 }
 # The writes anyone may send without a token: each checks its own signature on the body.
 UNAUTHENTICATED = {"POST /hooks/git/{project}", "POST /slack/interactions"}

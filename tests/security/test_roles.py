@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.admin import principals
+from reconciler.core.states import DecisionChannel
+from reconciler.requests import deciding
 from reconciler.web.app import create_app
 from tests.plugins.git import GitRepo
 from tests.plugins.nebula import nebula_with
@@ -94,6 +97,21 @@ def _resume(acting: Acting, who: str | None) -> tuple[int, bool]:
     return response.status_code, resumed
 
 
+def _read_inbox(acting: Acting, who: str | None) -> tuple[int, bool]:
+    """Each caller has something unread: bob a decision on his request, the others the
+    approval he asks for next. Marking one's own inbox read takes no right but a token."""
+    decided = acting.pending_approval(requester="bob")
+    with acting.nebula.ctx.db.transaction() as session:
+        olga = principals.by_name(session, "olga")
+        deciding.decide(
+            session, acting.nebula.ctx, int(decided), olga, approve=False, via=DecisionChannel.CLI
+        )
+    acting.pending_approval(requester="bob")
+    before = acting.inbox_reads(who)
+    response = acting.post("/api/v1/inbox/read", who, json={"all": True})
+    return response.status_code, acting.inbox_reads(who) > before
+
+
 DECIDE = {"no token": 401, "bad token": 401, "member": 403, "admin": 200, "owner": 200}
 ASK = {"no token": 401, "bad token": 401, "member": 200, "admin": 200, "owner": 200}
 ADMINISTER = DECIDE
@@ -125,6 +143,7 @@ ENDPOINTS = {
     },
     "reconcile": Endpoint("/api/v1/reconcile", ASK, administration.reconcile),
     "create one's own token": Endpoint("/api/v1/tokens", ASK, administration.create_token),
+    "read one's inbox": Endpoint("/api/v1/inbox/read", ASK, _read_inbox),
 }
 # Applying and discarding a change set take the deploy grant in its environment, checked by
 # the same function as a redeploy's; tests/cli/test_people.py and the stateful robustness

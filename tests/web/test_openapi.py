@@ -53,14 +53,15 @@ schema = schemathesis.pytest.from_fixture("openapi")
 # 00:00) in a time zone that exists, a duration in range (a poll interval or a token's
 # lifetime of "0", longer than ten years, or outliving the token that asks for it), a
 # notification channel's target (a URL, a routing key or e-mail addresses of the right shape,
-# checked by the act so that both doors refuse it in the same words). Every other check still
-# applies to them.
+# checked by the act so that both doors refuse it in the same words), an inbox item to mark
+# read (one id or all, and an item of the caller's inbox). Every other check still applies.
 CHECKED_BEYOND_THE_SCHEMA = {
     ("POST", "/api/v1/projects"),
     ("POST", "/api/v1/freezes"),
     ("POST", "/api/v1/tokens"),
     ("GET", "/api/v1/audit"),
     ("POST", "/api/v1/notify/channels"),
+    ("POST", "/api/v1/inbox/read"),
 }
 
 

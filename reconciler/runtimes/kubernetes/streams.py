@@ -176,8 +176,19 @@ def sources(
 
 def _cut(response: Any) -> None:
     """Unblocks a thread reading ``response`` by shutting its socket down."""
-    connection = getattr(response, "connection", None)
-    sock = getattr(connection, "sock", None)
+    sock = _socket_of(response)
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
+
+
+def _socket_of(response: Any) -> socket.socket | None:
+    """The socket a streaming response reads from. A response that ends its connection (the
+    server said ``Connection: close``, as some proxies and load balancers do) holds the socket
+    alone: http.client hands it over and forgets it on the connection, so it is found through
+    the response's file instead, or a stopped watch would wait for its read timeout."""
+    sock = getattr(getattr(response, "connection", None), "sock", None)
+    if sock is None:
+        reader = getattr(getattr(response, "_fp", None), "fp", None)
+        sock = getattr(getattr(reader, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
