@@ -113,6 +113,9 @@ ROUTES: tuple[Route, ...] = (
              "The audit trail: administrative acts (nebula audit)", "AuditList",
              Param("since", pattern=durations.PATTERN, max_length=durations.TEXT_LONGEST,
                    about="a duration back from now, e.g. 24h")),
+    _private("/api/v1/clusters", "clusters:list_clusters",
+             "Each cluster Nebula deploys to, asked now: server, version, reachable or the "
+             "error, credentials kind, environments (nebula clusters)", "ClusterList"),
     _private("/api/v1/members", "people:list_members", "Members (nebula member list)",
              "MemberList"),
     _private("/api/v1/grants", "people:list_grants", "Grants (nebula grant list)", "GrantList",

@@ -88,6 +88,7 @@ COMMANDS: dict[str, dict[str, str]] = {
     "reconciler.cli.history": {"history": "a service's releases, newest first"},
     "reconciler.cli.waiting": {"wait": "wait for a deployment (or a change set) to end"},
     "reconciler.cli.auditing": {"audit": "who changed what: the audit trail"},
+    "reconciler.cli.clusters": {"clusters": "the clusters Nebula deploys to, asked now"},
     "reconciler.cli.completion": {"completion": "print a shell completion script"},
 }
 OWNER = {command: module for module, lines in COMMANDS.items() for command in lines}

@@ -36,6 +36,33 @@ Manifest = dict[str, Any]
 Live = dict[str, Manifest | None]
 
 
+class Credentials(StrEnum):
+    """How Nebula signs in to a cluster (``nebula clusters``): a bearer token in the
+    kubeconfig (or from its auth provider), one an ``exec`` plugin hands out, a client
+    certificate, or the pod's service account."""
+
+    TOKEN = "token"
+    EXEC = "exec"
+    CLIENT_CERTIFICATE = "client-certificate"
+    IN_CLUSTER = "in-cluster"
+
+
+@dataclass(frozen=True)
+class About:
+    """A cluster as ``nebula clusters`` shows it, asked just now: ``error`` says why it could
+    not be reached (then ``version`` is None)."""
+
+    context: str | None
+    server: str | None
+    version: str | None
+    error: str | None
+    credentials: Credentials | None
+
+    @property
+    def reachable(self) -> bool:
+        return self.error is None
+
+
 class ProbeKind(StrEnum):
     HTTP = "http"
     TCP = "tcp"
@@ -214,6 +241,9 @@ class Cluster(Protocol):
 
     def capabilities(self) -> Capabilities:
         """The API versions the cluster serves (CronJob batch/v1 or batch/v1beta1)."""
+
+    def describe(self) -> About:
+        """Where the cluster is and whether it answers now (one request, never raises)."""
 
     def admit(self, objects: ReleaseObjects) -> None:
         """Check the namespace and quota; apply the shared objects."""

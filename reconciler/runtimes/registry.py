@@ -62,9 +62,13 @@ class Clusters:
         return cast("SimulatedCluster", cluster)
 
     def for_environment(self, contexts: dict[str, str] | None, environment: str) -> Cluster:
+        return self.for_context((contexts or {}).get(environment))
+
+    def for_context(self, context: str | None) -> Cluster:
+        """The cluster of a kubeconfig context (None: the current one, or in-cluster).
+        Raises ``ConfigurationError`` when the kubeconfig has no such context."""
         if self.settings.cluster == "simulated":
             return self.simulated()
-        context = (contexts or {}).get(environment)
         cluster = self._by_context.get(context)
         if cluster is None:
             connect: Callable[..., Cluster] = KUBERNETES.get()

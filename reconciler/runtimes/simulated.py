@@ -17,9 +17,10 @@ from datetime import datetime, timedelta
 from reconciler.clock import Clock
 from reconciler.core import drifts
 from reconciler.core.states import Blocker
-from reconciler.errors import PermanentError, TransientError
+from reconciler.errors import PermanentError, TransientError, UnreachableError
 from reconciler.runtimes.cluster import (
     ROUTE_KINDS,
+    About,
     JobPhase,
     JobStatus,
     Live,
@@ -42,6 +43,8 @@ from reconciler.store.crypto import Vault
 from reconciler.store.database import Database
 from renderers import naming
 from renderers.capabilities import RECENT, Capabilities
+
+SIMULATED = "simulated"  # the context ``nebula clusters`` names it by
 
 
 class SimulatedCluster(SimulatedApi):
@@ -76,6 +79,15 @@ class SimulatedCluster(SimulatedApi):
 
     def capabilities(self) -> Capabilities:
         return RECENT
+
+    def describe(self) -> About:
+        """Context ``simulated``, no server and no credentials; unreachable when made so."""
+        try:
+            with self._look() as conn:
+                self._reachable(conn)
+        except UnreachableError as exc:
+            return About(SIMULATED, None, None, exc.message, None)
+        return About(SIMULATED, None, RECENT.kube_version, None, None)
 
     def admit(self, objects: ReleaseObjects) -> None:
         where = f"{objects.project}/{objects.environment}"

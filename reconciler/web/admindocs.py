@@ -200,3 +200,17 @@ class ChangeSetApplied(Out):
     changeset: ChangeSet
     deployments: list[Deployment]
     ended: list[Ended]
+
+
+class ClusterOne(Out):
+    context: str | None = Field(description="the kubeconfig context; null: in-cluster")
+    server: str | None
+    version: str | None = Field(description="the API server's, e.g. v1.20.2; null if unreachable")
+    reachable: bool
+    error: str | None = Field(description="why it could not be reached or signed in to")
+    credentials: str | None = Field(description="token, exec, client-certificate or in-cluster")
+    environments: list[str] = Field(description="project/environment deploying there")
+
+
+class ClusterList(Out):
+    clusters: list[ClusterOne]

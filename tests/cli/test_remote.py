@@ -73,6 +73,8 @@ READS = [
     "diff shop --env staging",
     "audit",
     "audit -o json",
+    "clusters",
+    "clusters -o json",
     "member list -o json",
     "token list",
     "grant list",

@@ -279,6 +279,12 @@ class ControlPlane:
         )
         return self.api
 
+    def stop_api_server(self) -> None:
+        """Only kube-apiserver: its clients find nothing listening (a cluster gone down)."""
+        for process in self.processes:
+            if process.name == "kube-apiserver":
+                process.stop()
+
     def logs(self) -> dict[str, Path]:
         return {p.name: p.log_path for p in self.processes}
 

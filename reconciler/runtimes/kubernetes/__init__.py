@@ -4,6 +4,7 @@ API server, through the official ``kubernetes`` client.
 The modules, from the wire up::
 
     configs      kubeconfig context or in-cluster service account -> a client with short timeouts
+    credentials  a kubeconfig user's exec plugin, run by Nebula; its token kept in memory
     failures     ApiException / urllib3 errors / error statuses -> our errors, secrets removed
     transport    the one place requests are sent; JSON in, JSON out
     discovery    what the server serves: paths of kinds, and the renderer's Capabilities
@@ -66,7 +67,7 @@ def connect(
     if kubeconfig is None and settings is not None and settings.kubeconfig:
         kubeconfig = settings.kubeconfig
     connection = configs.connect(
-        context, kubeconfig, environ=environ, timeouts=timeouts or Timeouts()
+        context, kubeconfig, environ=environ, timeouts=timeouts or Timeouts(), clock=clock
     )
     role = (
         binding.parse(settings.kube_namespace_role, settings.kube_service_account)

@@ -32,6 +32,7 @@ from reconciler.runtimes.cluster import (
     CLOUDNATIVE_API,
     CLUSTER_KIND,
     ROUTE_KINDS,
+    About,
     JobPhase,
     JobStatus,
     Live,
@@ -121,6 +122,16 @@ class KubernetesCluster:
     def capabilities(self) -> Capabilities:
         """What the server serves, for rendering (CronJob ``batch/v1`` or ``batch/v1beta1``)."""
         return self.discovery.capabilities()
+
+    def describe(self) -> About:
+        """Asks the server its version now (never from a cache: this says whether it answers)."""
+        c = self.connection
+        try:
+            found = self.transport.get("/version", what="read the server version") or {}
+        except NebulaError as exc:
+            return About(c.name, c.server, None, exc.message, c.credentials)
+        version = str(found.get("gitVersion") or f"{found.get('major')}.{found.get('minor')}")
+        return About(c.name, c.server, version, None, c.credentials)
 
     def close(self) -> None:
         """Stops the watch cache's informers, then closes the clients' connections."""

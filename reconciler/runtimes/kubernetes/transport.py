@@ -157,6 +157,7 @@ class Transport:
                 exc, what=what, blocker=None, redact=self.redactor()
             ) from exc
         response: urllib3.BaseHTTPResponse = answer.response
+        self._answered(int(answer.status), request)
         if answer.status >= 400:
             try:
                 body = response.read()
@@ -168,6 +169,14 @@ class Transport:
                 int(answer.status), body, what=what, blocker=None, redact=self.redactor()
             )
         return response
+
+    def _answered(self, status: int, request: tuple[Any, ...]) -> None:
+        """A 401 to a credential plugin's token: the plugin runs again for the next request
+        (the token was revoked, or the cluster's clock runs ahead of its expiry)."""
+        plugin = self.connection.plugin
+        if status == 401 and plugin is not None:
+            sent = str(request[2].get("Authorization") or request[2].get("authorization") or "")
+            plugin.forget(sent.removeprefix("Bearer "))
 
     def raw(
         self,
@@ -196,6 +205,7 @@ class Transport:
             )
             response = self._client.call_api(*request, _request_timeout=self._timeout)
             data = response.read() or b""  # type: ignore[no-untyped-call]
+            self._answered(int(response.status), request)
             return Answer(int(response.status), bytes(data))
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise failures.from_exception(
