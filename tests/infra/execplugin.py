@@ -87,6 +87,29 @@ class ExecPlugin:
         self.script.write_text(constants + SCRIPT)
         self.script.chmod(0o755)
         self.kube_api = kube_api
+        self._grant(kube_api)
+
+    @staticmethod
+    def _grant(kube_api: KubeAPI) -> None:
+        """The test API server authorizes with RBAC: the account the plugin signs in as may
+        do anything there (what it may do is not what these tests are about)."""
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "nebula-exec-plugin-test"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cluster-admin",
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+            ],
+        }
+        kube_api.rest.put(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/nebula-exec-plugin-test",
+            binding,
+        )
 
     def set(self, mode: str = "mint", lifetime: int = 600) -> None:
         (self.directory / "mode").write_text(mode)
