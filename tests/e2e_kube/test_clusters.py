@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from tests.plugins.infra import _unavailable
 pytestmark = pytest.mark.kube
 
 FIRST, SECOND, EXEC = "cluster-a", "cluster-b", "cluster-a-exec"
+ENVIRONMENTS = ("staging", "production")
+DRIFT_INTERVAL = timedelta(seconds=4)  # NEBULA_DRIFT_INTERVAL here, so the test waits seconds
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +115,9 @@ def test_each_environment_deploys_to_its_own_cluster_and_one_down_holds_only_its
         tmp_path / "kubeconfig",
         {FIRST: (kube_api, {"token": kube_api.token}), SECOND: (second, {"token": second.token})},
     )
-    nebulas = kube_nebula_with(tmp_path, kubeconfig, kube_api, project)
+    nebulas = kube_nebula_with(
+        tmp_path, kubeconfig, kube_api, project, drift_interval=DRIFT_INTERVAL
+    )
     nebula = next(nebulas)
     try:
         nebula.first_deploy(git_repo, two_environments(), {"staging": FIRST, "production": SECOND})
@@ -142,6 +147,32 @@ def test_each_environment_deploys_to_its_own_cluster_and_one_down_holds_only_its
                 "environments": [f"{project}/production"],
             },
         }
+
+        # Drift is read from each environment's own cluster (and its own watch cache): a scale
+        # behind Nebula's back on the second one drifts production only.
+        second.rest.patch(
+            f"/apis/apps/v1/namespaces/{production_ns}/deployments/web-r1",
+            {"spec": {"replicas": 4}},
+        )
+        checked = {env: nebula.units()[(env, "web")]["drift_checked_at"] for env in ENVIRONMENTS}
+
+        def both_checked_again() -> bool:
+            units = nebula.units()
+            return all(units[(e, "web")]["drift_checked_at"] != checked[e] for e in ENVIRONMENTS)
+
+        nebula.settle(both_checked_again, timeout=DRIFT_INTERVAL.total_seconds() + 20)
+        units = nebula.units()
+        assert (units[("staging", "web")]["sync"], units[("staging", "web")]["drift"]) == (
+            "synced",
+            [],
+        )
+        assert units[("production", "web")]["sync"] == "drifted"
+        assert {
+            "object": "Deployment/web-r1",
+            "path": "spec.replicas",
+            "live": "4",
+            "desired": "1",
+        } in units[("production", "web")]["drift"], units[("production", "web")]["drift"]
 
         plane.stop_api_server()
         nebula.push(git_repo, two_environments(projects.WEB_2), "web 2")
