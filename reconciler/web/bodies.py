@@ -211,3 +211,17 @@ class ChannelAdd(In):
         max_length=200,
         description="events: approval,failure,drift,healthy,blocked (default approval,failure,drift)",
     )
+
+
+class SsoAuthorizeBody(In):
+    redirect_uri: str = Field(
+        max_length=100,
+        pattern=r"^http://(127\.0\.0\.1|\[::1\]):[0-9]{1,5}/callback$",
+        description="the command line's loopback listener: http://127.0.0.1:PORT/callback",
+    )
+
+
+class SsoTokenBody(In):
+    handle: str = Field(max_length=200)
+    code: str | None = Field(default=None, max_length=2000, description="the loopback's code")
+    state: str | None = Field(default=None, max_length=200)

@@ -74,8 +74,8 @@ class OpenIDProvider:
             "jwks": {"keys": [jwk]},
             "users": USERS,
             "clients": [
-                _client(CLIENT_ID, CLIENT_SECRET),
-                _client(OTHER_CLIENT_ID, OTHER_CLIENT_SECRET),
+                _client(CLIENT_ID, CLIENT_SECRET, device_flow),
+                _client(OTHER_CLIENT_ID, OTHER_CLIENT_SECRET, device_flow),
             ],
         }
         config_path = self.workdir / "config.json"
@@ -140,13 +140,13 @@ class OpenIDProvider:
         raise AssertionError("the provider kept redirecting")
 
 
-def _client(client_id: str, secret: str) -> dict[str, Any]:
+def _client(client_id: str, secret: str, device_flow: bool) -> dict[str, Any]:
     return {
         "client_id": client_id,
         "client_secret": secret,
         "application_type": "native",  # loopback redirects on any port (RFC 8252)
         "redirect_uris": _LOOPBACK_REDIRECTS,
-        "grant_types": _GRANTS,
+        "grant_types": _GRANTS if device_flow else _GRANTS[:1],
         "response_types": ["code"],
         "token_endpoint_auth_method": "client_secret_basic",
     }

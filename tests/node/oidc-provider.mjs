@@ -47,7 +47,7 @@ const provider = new Provider(issuer, {
       enabled: Boolean(config.device_flow),
       userCodeInputSource: async (ctx, form, out, err) => {
         const problem = err ? '<p id="problem">That code is not valid.</p>' : '';
-        ctx.body = page('Enter the code', `${problem}${form}<label>Code <input name="user_code" form="op.deviceInputForm" autofocus></label><button type="submit" form="op.deviceInputForm">Continue</button>`);
+        ctx.body = page('Enter the code', `${problem}${form}<button type="submit" form="op.deviceInputForm">Continue</button>`);
       },
       userCodeConfirmSource: async (ctx, form, client, deviceInfo, userCode) => {
         ctx.body = page('Confirm the device', `<p>Code <code id="user-code">${userCode}</code></p>${form}<button type="submit" form="op.deviceConfirmForm">Continue</button><button type="submit" form="op.deviceConfirmForm" name="abort" value="yes">Abort</button>`);
