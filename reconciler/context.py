@@ -15,6 +15,7 @@ from reconciler.store.database import Database
 
 if TYPE_CHECKING:
     from reconciler.gitsource.cache import GitCache
+    from reconciler.sso.providers import Provider
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Context:
     vault: Vault
     clusters: Clusters
     git: GitCache | None = None  # only commands that poll open the git cache
+    signon: Provider | None = None  # single sign-on's provider, built when first needed
 
     def cluster(self, environment: schema.Environment) -> Cluster:
         """The cluster an environment deploys to (its project may name a context per

@@ -20,6 +20,7 @@ this tree::
     │   ├── SuspendedError      the project or environment is suspended (nebula suspend)
     │   └── ConcurrencyError    the project runs its maximum number of deployments
     ├── UnauthorizedError       no token, or not a valid one
+    │   └── SignInRefusedError  single sign-on: the provider's answer is not to be trusted
     ├── StoreError              the state store could not do it (``code`` "database")
     │   ├── StoreUnreachableError   the database server cannot be reached (restarting, down)
     │   ├── StoreReadOnlyError      the store can be read but not written
@@ -142,6 +143,17 @@ class ConcurrencyError(RefusedError):
 
 class UnauthorizedError(NebulaError):
     code = "unauthorized"
+
+
+class SignInRefusedError(UnauthorizedError):
+    """A sign-in the server refuses: its message is for the person; ``reason`` (what exactly
+    failed: the signature, the audience, the nonce...) is for the server's log alone."""
+
+    code = "sign-in-refused"
+
+    def __init__(self, message: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.reason = reason
 
 
 class StoreError(NebulaError):

@@ -30,6 +30,10 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\s\"',]+"), rf"\1{REDACTED}"),
     (re.compile(r"([a-z][a-z0-9+.-]*://)[^/\s@:]*:[^/\s@]*@"), rf"\1{REDACTED}@"),  # user:pass@
     (re.compile(r"(?i)(password|passwd|secret|token)=([^\s&;,]+)"), rf"\1={REDACTED}"),
+    # Single sign-on: the query of the provider's answer (code, state), codes, and JWTs.
+    (re.compile(r"(/auth/callback\?)[^\s\"']+"), rf"\1{REDACTED}"),
+    (re.compile(r"(?i)([?&](?:code|user_code|device_code)=)[^\s&;,\"']+"), rf"\1{REDACTED}"),
+    (re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), REDACTED),
 )
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.

@@ -125,6 +125,13 @@ class Settings:
     smtp_url: str = _text("", "the mail server e-mail channels send through: smtp://user:password@host:587 (STARTTLS when offered) or smtps://", secret=True)
     email_from: str = _text("", "the From of notification e-mails; empty: nebula@ and the host of NEBULA_PUBLIC_URL")
     pagerduty_url: str = _text("https://events.pagerduty.com", "PagerDuty's Events API v2 (pagerduty channels)")
+    oidc_issuer: str = _text("", "single sign-on: the OpenID Connect provider's issuer URL (its /.well-known/openid-configuration is read when someone first signs in)")
+    oidc_client_id: str = _text("", "single sign-on: Nebula's client id at NEBULA_OIDC_ISSUER")
+    oidc_client_secret: str = _text("", "single sign-on: Nebula's client secret (a confidential client; empty: a public client)", secret=True)
+    oidc_admin_groups: str = _text("", "single sign-on: groups (comma-separated) whose members, by the ID token's groups claim, are admins for that session")
+    oidc_default_role: str = _choice("", ("", "viewer", "member", "admin", "owner"), "single sign-on: the role of a member created for a person Nebula does not know yet (audited); empty: such a person is refused")
+    session_ttl: timedelta = _duration("12h", "how long a single sign-on session lasts (the page's cookie, nebula login --sso)")
+    page_auth: str = _choice("public", ("public", "sso"), "who may read the status page and its JSON: everyone, or people signed in with single sign-on (or bearing a token)")
     approval_ttl: timedelta = _duration("24h", "how long an approval request stays open")
     readiness_timeout: timedelta = _duration("5m", "how long a new release may take to become ready")
     route_activation_timeout: timedelta = _duration("2m", "how long moving traffic to a new release may take")
@@ -202,7 +209,15 @@ def load(environ: Mapping[str, str] | None = None, config_file: str | None = Non
         if variable.startswith(PREFIX) and name in _BY_NAME:
             given[name] = (value, variable)
     values = {name: convert(_BY_NAME[name], raw, where) for name, (raw, where) in given.items()}
-    return Settings(**values)  # type: ignore[arg-type]
+    settings = Settings(**values)  # type: ignore[arg-type]
+    if settings.page_auth == "sso" and not (settings.oidc_issuer and settings.oidc_client_id):
+        raise ConfigurationError(
+            "NEBULA_PAGE_AUTH=sso needs single sign-on: NEBULA_OIDC_ISSUER and "
+            "NEBULA_OIDC_CLIENT_ID are not both set",
+            hint="set them (and NEBULA_OIDC_CLIENT_SECRET for a confidential client), or "
+            "unset NEBULA_PAGE_AUTH for a public page",
+        )
+    return settings
 
 
 def _from_file(path: str) -> dict[str, tuple[object, str]]:

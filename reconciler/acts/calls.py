@@ -2,8 +2,9 @@
 command line's in-process backend (``cli.local``). Both build a ``Call`` and ``run`` it, so a
 command behaves the same locally and remotely, with one path to test.
 
-A route's ``access`` says who may call it at all: ``PAGE`` reads are as public as the status
-page; ``TOKEN`` reads (the audit, members, grants, tokens, policies) need a member of any
+A route's ``access`` says who may call it at all: ``OPEN`` is anyone (signing in); ``PAGE``
+reads are as public as the status page (with ``NEBULA_PAGE_AUTH=sso``: a session or a token);
+``TOKEN`` reads (the audit, members, grants, tokens, policies) need a member of any
 role; ``ACT`` needs a member too, and the act itself decides, through ``core.rights``, what
 that member may do. Locally the caller is the store's operator: ``--as NAME`` names the
 member who acts (and whose rights apply), and nobody named is ``local-admin``.
@@ -29,9 +30,12 @@ from reconciler.numbers import parse_id
 from reconciler.store import schema
 
 Document = dict[str, Any]
+PAGE_AUTH_SSO = "sso"  # NEBULA_PAGE_AUTH: the page and its JSON need a session or a token
+SIGN_IN_FIRST = "this server's pages need a session: sign in first"
 
 
 class Access(StrEnum):
+    OPEN = "open"  # anyone: signing in (single sign-on)
     PAGE = "page"  # as public as the status page
     TOKEN = "token"  # a member, any role
     ACT = "act"  # a member; the act checks their rights
@@ -147,11 +151,15 @@ def resolve(call: Call, access: Access) -> Principal | None:
             return LOCAL_ADMIN
         with ctx.db.reading() as session:
             return principals.by_name(session, call.caller.as_name, local=True)
+    if access is Access.OPEN:
+        return None
     if call.caller.token is None and access is Access.PAGE:
-        return None  # the page is public (NEBULA_PAGE_AUTH decides, once single sign-on is on)
+        if ctx.settings.page_auth == PAGE_AUTH_SSO:
+            raise UnauthorizedError(SIGN_IN_FIRST, hint=tokens.SIGN_IN_AGAIN)
+        return None  # the page is public
     with ctx.db.reading() as session:
         row = tokens.verify(session, ctx.clock, call.caller.token)
-        found = principals.of_member(session, row.member, token=row.id)
+        found = principals.of_token(session, row)
         stale = tokens.stale_use(row, ctx.clock.now())
     if stale:  # a read-only store still answers: the use is recorded next time
         with contextlib.suppress(StoreError), ctx.db.transaction() as session:

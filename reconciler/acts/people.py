@@ -62,7 +62,12 @@ def whoami(call: Call) -> Document:
     if who.token is not None:
         with call.ctx.db.reading() as session:
             row = tokens.get(session, who.token)
-            token = {"id": str(row.id), "name": row.name, "expires_at": iso(row.expires_at)}
+            token = {
+                "id": str(row.id),
+                "name": row.name,
+                "expires_at": iso(row.expires_at),
+                "via": row.via,
+            }
     return {
         "member": who.name,
         "role": who.role.value,

@@ -106,6 +106,22 @@ ROUTES: tuple[Route, ...] = (
     _read("/api/v1/projects/{slug}/services/{service}/history", "reading:history",
           "A service's releases, newest first (nebula history)", "HistoryList", SLUG, SERVICE,
           Param("env", required=True, max_length=40, about="the environment")),
+    # -- single sign-on: anyone, to sign in ---------------------------------------------------
+    Route("GET", "/api/v1/sso", _ACTS + "signing:info", Access.OPEN,
+          "Whether this server signs people in with single sign-on, and with which grant",
+          "SsoInfo", statuses=(503,)),
+    Route("POST", "/api/v1/sso/device", _ACTS + "signing:device", Access.OPEN,
+          "Start a device sign-in (RFC 8628) with the provider: the code to enter, where, and "
+          "the handle to poll POST /api/v1/sso/token with", "SsoDevice",
+          statuses=(404, 409, 422, 503)),
+    Route("POST", "/api/v1/sso/authorize", _ACTS + "signing:authorize", Access.OPEN,
+          "Start a sign-in whose answer comes to the command line's loopback listener "
+          "(authorization code with PKCE)", "SsoAuthorize", body="SsoAuthorizeBody",
+          statuses=(404, 422, 503)),
+    Route("POST", "/api/v1/sso/token", _ACTS + "signing:token", Access.OPEN,
+          "Finish a sign-in: poll a device sign-in, or hand over the loopback's code and "
+          "state; answers a session token once signed in", "SsoToken", body="SsoTokenBody",
+          statuses=(401, 403, 404, 409, 422, 503)),
     # -- reads that always need a token ----------------------------------------------------
     _private("/api/v1/whoami", "people:whoami",
              "Who the token acts as: member, role, grants (nebula whoami)", "Whoami"),

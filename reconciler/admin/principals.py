@@ -19,11 +19,19 @@ from reconciler.store import schema
 
 
 def of_member(
-    session: Session, member: schema.Member, *, token: int | None = None, local: bool = False
+    session: Session,
+    member: schema.Member,
+    *,
+    token: int | None = None,
+    local: bool = False,
+    admin_for_session: bool = False,
 ) -> Principal:
-    return Principal(
-        member.name, Role(member.role), grants.of(session, member.id), token=token, local=local
-    )
+    """``admin_for_session``: a single sign-on session whose groups made the person an admin
+    (``NEBULA_OIDC_ADMIN_GROUPS``); an owner stays an owner."""
+    role = Role(member.role)
+    if admin_for_session and not role.can_decide:
+        role = Role.ADMIN
+    return Principal(member.name, role, grants.of(session, member.id), token=token, local=local)
 
 
 def by_name(session: Session, name: str, *, local: bool = False) -> Principal:
@@ -34,8 +42,14 @@ def by_name(session: Session, name: str, *, local: bool = False) -> Principal:
 def by_token(session: Session, clock: Clock, token: str | None) -> Principal:
     """The member a bearer token belongs to (``UnauthorizedError`` for a missing, bad or
     expired one). Reads nothing but rows; ``tokens.record_use`` records the use."""
-    row = tokens.verify(session, clock, token)
-    return of_member(session, row.member, token=row.id)
+    return of_token(session, tokens.verify(session, clock, token))
+
+
+def of_token(session: Session, row: schema.ApiToken) -> Principal:
+    """The member behind a verified token, with what its session adds."""
+    return of_member(
+        session, row.member, token=row.id, admin_for_session=bool(row.admin_for_session)
+    )
 
 
 def where(environment: schema.Environment) -> Where:

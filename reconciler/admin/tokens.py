@@ -2,7 +2,10 @@
 refused after their expiry; each use is recorded (at most once a minute, so reads stay reads).
 
 A token carries no rights of its own: whoever bears it acts as its member, with the role
-and grants that member has at the moment of each request.
+and grants that member has at the moment of each request. A single sign-on session is a token
+too (``via`` "sso", named "sso", for ``NEBULA_SESSION_TTL``): the command line keeps it like
+any login, the page in its cookie; only its lifetime and, when the provider's groups said so,
+admin rights for that session (``admin_for_session``) set it apart.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ _TOKEN = re.compile(r"^nbl_([A-Za-z0-9]{8})_([A-Za-z0-9_-]{20,})$")
 MAX_NAME = 100
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # a name is shown in tables: text, no controls
 USE_RECORDED_EVERY = timedelta(minutes=1)
+VIA_SSO = "sso"
+SIGN_IN_AGAIN = "nebula login URL --sso (or, on the status page, /login)"
 
 
 def _digest(token: str) -> str:
@@ -37,6 +42,8 @@ def create(
     *,
     name: str | None = None,
     lifetime: timedelta | None = None,
+    via: str | None = None,
+    admin_for_session: bool = False,
 ) -> tuple[schema.ApiToken, str]:
     """A new token for ``member`` and its text: only its hash is stored, so this is the one
     chance to see it."""
@@ -58,6 +65,8 @@ def create(
         name=name,
         created_at=now,
         expires_at=now + lifetime if lifetime is not None else None,
+        via=via,
+        admin_for_session=admin_for_session,
     )
     session.add(row)
     session.flush()
@@ -81,6 +90,8 @@ def verify(session: Session, clock: Clock, token: str | None) -> schema.ApiToken
     if not hmac.compare_digest(expected, _digest(token.strip())) or row is None:
         raise UnauthorizedError("Invalid bearer token")
     if row.expires_at is not None and row.expires_at <= clock.now():
+        if row.via == VIA_SSO:
+            raise UnauthorizedError("session expired: sign in again", hint=SIGN_IN_AGAIN)
         raise UnauthorizedError("token expired")
     return row
 

@@ -1,7 +1,9 @@
 """``nebula login``, ``logout``, ``context list|use|unset`` and ``whoami``: which server this
 command line acts through, and as whom (like ``kubectl config`` contexts and ``argocd login``).
 
-A login checks the token with the server (``GET /api/v1/whoami``) before it saves anything.
+A login checks the token with the server (``GET /api/v1/whoami``) before it saves anything;
+``--sso`` signs in with the organization's identity provider instead (``cli.signon``) and
+saves the session token the server gives.
 Contexts live in ``$NEBULA_CONFIG_HOME/config.toml`` (``client.contexts``: mode 0600, written
 atomically); nothing here ever prints a token.
 """
@@ -18,9 +20,13 @@ from urllib.parse import urlsplit
 from reconciler.cli import common, output, tables
 from reconciler.client import contexts
 from reconciler.errors import ConfigurationError, UnauthorizedError
+from reconciler.lazy import Part
 
 if TYPE_CHECKING:
     from reconciler.client.http import Api
+
+# A loopback listener and a browser opener: loaded only by ``nebula login --sso``.
+SIGN_ON = Part("reconciler.cli.signon", "sign_in")
 
 CONTEXT_COLUMNS = (
     tables.Column("current", lambda r: "*" if r["current"] else ""),
@@ -34,6 +40,9 @@ def register(subparsers: common.Subparsers) -> None:
     p = common.command(subparsers, "login", login, "sign in to a Nebula server with a token")
     p.add_argument("url", help="the server, e.g. https://nebula.example.com")
     p.add_argument("--token-stdin", action="store_true", help="read the token from standard input")
+    p.add_argument(
+        "--sso", action="store_true", help="sign in with the organization's identity provider"
+    )
     p.add_argument("--name", help="the context's name (default: the server's host)")
     p = common.command(subparsers, "logout", logout, "forget a context and its token")
     p.add_argument("name", nargs="?", help="default: the context in use")
@@ -71,8 +80,12 @@ def login(args: argparse.Namespace) -> int:
             "use https:// (plain http is for this machine, or a trusted network)",
         )
     saved = contexts.load(os.environ)  # a config that cannot be used says so before a prompt
-    token = _token(args, server)
     connect: Callable[[str, str | None], Api] = common.REMOTE.get()
+    if args.sso:
+        if args.token_stdin:
+            raise ConfigurationError("--sso and --token-stdin are two ways to sign in: pick one")
+        return _signed_on(args, server, saved, connect)
+    token = _token(args, server)
     try:
         me = connect(server, token).get("/api/v1/whoami")
     except UnauthorizedError as exc:
@@ -85,6 +98,28 @@ def login(args: argparse.Namespace) -> int:
     output.echo(
         f"Logged in to {server} as {me['member']} ({me['role']}); context {name!r} saved in "
         f"{saved.path} and in use"
+    )
+    return output.EXIT_OK
+
+
+def _signed_on(
+    args: argparse.Namespace,
+    server: str,
+    saved: contexts.Contexts,
+    connect: Callable[[str, str | None], Api],
+) -> int:
+    api = connect(server, None)
+    try:
+        sign_in: Callable[[Api, str], dict[str, Any]] = SIGN_ON.get()
+        answer = sign_in(api, server)
+    finally:
+        api.close()
+    name = args.name or urlsplit(server).netloc
+    entry = contexts.Saved(name, server, str(answer["token"]), str(answer["member"]))
+    contexts.save(contexts.with_saved(saved, entry))
+    output.echo(
+        f"Logged in to {server} as {answer['member']} ({answer['role']}, via sso, until "
+        f"{answer['expires_at']}); context {name!r} saved in {saved.path} and in use"
     )
     return output.EXIT_OK
 
@@ -156,7 +191,9 @@ def whoami(args: argparse.Namespace) -> int:
     output.echo(f"role    {me['role']}")
     output.echo(f"grants  {grants or '-'}")
     token = me.get("token")
-    if token:
+    if token and token.get("via") == "sso":
+        output.echo(f"session via sso, expires {token['expires_at']}")
+    elif token:
         expires = f", expires {token['expires_at']}" if token["expires_at"] else ""
         output.echo(
             f"token   {token['id']}{' (' + token['name'] + ')' if token['name'] else ''}{expires}"

@@ -131,9 +131,12 @@ class Api:
             )
         if status == 401 and self.remote:
             said = "the server refused the token" if self.has_token else "the server wants a token"
+            again = error.message.startswith("session expired")  # single sign-on's
             return UnauthorizedError(
                 f"{said} (401): {error.message}",
-                hint=f"sign in: nebula login {self.where} (or set NEBULA_TOKEN)",
+                hint=f"sign in again: nebula login {self.where} --sso"
+                if again
+                else f"sign in: nebula login {self.where} (or set NEBULA_TOKEN)",
             )
         if isinstance(document, dict) or status < 500:
             return error

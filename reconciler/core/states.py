@@ -190,6 +190,14 @@ class Role(StrEnum):
         return self is not Role.VIEWER
 
 
+class SignInKind(StrEnum):
+    """How a single sign-on reaches the provider and comes back."""
+
+    PAGE = "page"  # the status page: a redirect to /auth/callback, a cookie at the end
+    DEVICE = "device"  # nebula login --sso: the device authorization grant (RFC 8628)
+    LOOPBACK = "loopback"  # nebula login --sso without a device endpoint: code + PKCE to the CLI
+
+
 class GrantKind(StrEnum):
     """What a grant lets a member do in a project or one of its environments."""
 

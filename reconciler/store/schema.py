@@ -28,7 +28,13 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 # named here too, so that every table is ``schema.X``.
 from reconciler.store.base import Base, UTCDateTime
 from reconciler.store.notifying import InboxRead, NotifyChannel
-from reconciler.store.organization import ApiToken, FreezeWindowRow, Member, Setting
+from reconciler.store.organization import (
+    ApiToken,
+    FreezeWindowRow,
+    Member,
+    Setting,
+    SignInRow,
+)
 
 __all__ = [
     "ApiToken",
@@ -38,6 +44,7 @@ __all__ = [
     "Member",
     "NotifyChannel",
     "Setting",
+    "SignInRow",
     "UTCDateTime",
 ]
 

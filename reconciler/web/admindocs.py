@@ -20,6 +20,7 @@ class TokenBrief(Out):
     id: str
     name: str | None
     expires_at: str | None
+    via: str | None = Field(default=None, description="sso: a single sign-on session")
 
 
 class Whoami(Out):
@@ -214,3 +215,34 @@ class ClusterOne(Out):
 
 class ClusterList(Out):
     clusters: list[ClusterOne]
+
+
+class SsoInfo(Out):
+    enabled: bool
+    issuer: str | None
+    device: bool = Field(description="the provider offers the device authorization grant")
+
+
+class SsoDevice(Out):
+    handle: str = Field(description="poll POST /api/v1/sso/token with it; never shown")
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str | None
+    interval: int = Field(description="seconds between polls")
+    expires_in: int
+
+
+class SsoAuthorize(Out):
+    handle: str
+    authorization_url: str = Field(description="to open in the person's browser")
+    expires_in: int
+
+
+class SsoToken(Out):
+    status: str = Field(description="pending or signed-in")
+    interval: int | None = Field(description="pending: seconds before the next poll")
+    token: str | None = Field(description="signed-in: the session token, shown this once")
+    member: str | None
+    role: str | None
+    expires_at: str | None
+    admin_for_session: bool = Field(description="an admin for this session by group")

@@ -5,7 +5,8 @@ An ASGI middleware (under FastAPI, which reads and parses a route's body before 
 route's dependencies, so a token checked there comes too late):
 
 - The token first: a write under ``/api/`` (any method but GET, HEAD and OPTIONS) without a
-  valid token is answered 401 at once; its body is never read.
+  valid token is answered 401 at once; its body is never read. Signing in (``/api/v1/sso/``)
+  is the exception: it is how one gets a token.
 - Then the size: a ``Content-Length`` over the route's limit (``LIMITS``) is answered 413 at
   once; a body sent without one (chunked) is counted as it arrives and answered 413 the
   moment it passes the limit, the rest unread (uvicorn closes the connection). A body within
@@ -28,6 +29,7 @@ from reconciler.web import error_responses
 from reconciler.web.appstate import AppState
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
+OPEN = "/api/v1/sso/"  # signing in takes no token: it is how one gets one
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ class Admission:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["method"] not in READS and scope["path"].startswith("/api/"):
+        path = scope["path"]
+        if scope["method"] not in READS and path.startswith("/api/") and not path.startswith(OPEN):
             refused = await run_in_threadpool(self._token_refusal, scope)
             if refused is not None:
                 await _answer(scope, receive, send, refused)

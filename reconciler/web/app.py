@@ -25,6 +25,8 @@ from reconciler.web import (
     operations,
     pages,
     routing,
+    sessions,
+    signin,
     slack,
 )
 from reconciler.web.appstate import AppState
@@ -32,12 +34,8 @@ from reconciler.web.metrics import Metrics
 
 STATIC = Path(__file__).parent / "static"
 
-# The pages load only their own script and style: no inline code, nothing from elsewhere.
 SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-    ),
+    "Content-Security-Policy": sessions.PAGE_POLICY,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
@@ -83,10 +81,12 @@ def create_app(
     )
     app.state.nebula = state
     error_responses.install(app)
+    app.add_exception_handler(sessions.SignInNeeded, sessions.to_login)
     app.include_router(routing.router())
     app.include_router(hooks.router)
     app.include_router(operations.router)
     app.include_router(pages.router)
+    app.include_router(signin.router)
     app.include_router(slack.router(ctx))
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     # Middleware added later runs first: HTTP's conventions, the security headers, then what a

@@ -220,3 +220,17 @@ class InboxRead(In):
         default=None, max_length=40, description="an item: approval-12, decision-12, failure-40"
     )
     all: bool = Field(default=False, description="every unread item")
+
+
+class SsoAuthorizeBody(In):
+    redirect_uri: str = Field(
+        max_length=100,
+        pattern=r"^http://(127\.0\.0\.1|\[::1\]):[0-9]{1,5}/callback$",
+        description="the command line's loopback listener: http://127.0.0.1:PORT/callback",
+    )
+
+
+class SsoTokenBody(In):
+    handle: str = Field(max_length=200)
+    code: str | None = Field(default=None, max_length=2000, description="the loopback's code")
+    state: str | None = Field(default=None, max_length=200)

@@ -4,7 +4,9 @@
   declared with GET refuse it with 405, and monitors and ``curl -I`` use it).
 - A redirect stays on this server: its ``Location`` is a path, never a URL built from the
   ``Host`` header the client sent (Starlette's trailing-slash redirect does that, so a forged
-  ``Host: evil.example`` made ``Location: http://evil.example/...``).
+  ``Host: evil.example`` made ``Location: http://evil.example/...``). The one exception is a
+  route that sends the person elsewhere on purpose (``/login``, to the sign-in provider): it
+  says so with the header ``LEAVES``, which is taken off the answer.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LEAVES = "x-nebula-leaves"  # on a redirect built from settings, never from the request
 
 
 class Conventions:
@@ -28,7 +32,13 @@ class Conventions:
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start" and 300 <= message["status"] < 400:
-                message = {**message, "headers": [_local(k, v) for k, v in message["headers"]]}
+                headers = message["headers"]
+                leaves = any(k.lower() == LEAVES.encode() for k, _ in headers)
+                kept = [(k, v) for k, v in headers if k.lower() != LEAVES.encode()]
+                message = {
+                    **message,
+                    "headers": kept if leaves else [_local(k, v) for k, v in kept],
+                }
             elif head and message["type"] == "http.response.body":
                 message = {**message, "body": b""}
             await send(message)

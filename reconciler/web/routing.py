@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from reconciler.acts import calls, checking
 from reconciler.acts.calls import Access, Call, Caller, Param, Route
 from reconciler.acts.routes import ROUTES
-from reconciler.web import admindocs, bodies, models, notifydocs
+from reconciler.web import admindocs, bodies, models, notifydocs, sessions
 from reconciler.web.appstate import AppState, get_state
 from reconciler.web.error_responses import documented
 
@@ -33,7 +33,13 @@ bearer = HTTPBearer(
 )
 State = Annotated[AppState, Depends(get_state)]
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
-TAGS = {Access.PAGE: "read", Access.TOKEN: "people and settings", Access.ACT: "act"}
+TAGS = {
+    Access.OPEN: "sign in",
+    Access.PAGE: "read",
+    Access.TOKEN: "people and settings",
+    Access.ACT: "act",
+}
+ANYONE = (Access.OPEN, Access.PAGE)  # routes that take a token without asking for one
 
 
 def _model(name: str) -> type[BaseModel]:
@@ -74,7 +80,9 @@ def _endpoint(route: Route) -> Callable[..., Any]:
     ) -> Any:
         state = app_state_
         checking.check_known(route, request_.query_params)  # after FastAPI's own checks
-        token = _token(request_) if route.access is Access.PAGE else _bearer(bearer_)
+        token = _token(request_) if route.access in ANYONE else _bearer(bearer_)
+        if token is None and route.access is Access.PAGE:
+            token = sessions.of_request(request_)  # the page's session cookie
         body = values.pop("body", None)
         dumped = body.model_dump(by_alias=True) if isinstance(body, BaseModel) else {}
         call = Call(
@@ -96,7 +104,7 @@ def _endpoint(route: Route) -> Callable[..., Any]:
     # declares the bearer scheme only on routes that need it.
     bearer = (
         []
-        if route.access is Access.PAGE
+        if route.access in ANYONE
         else [inspect.Parameter("bearer_", keyword, annotation=Credentials)]
     )
     parameters = [

@@ -110,4 +110,5 @@ def render(name: str, **context: Any) -> str:
     context.setdefault("refresh", 0)
     context.setdefault("crumbs", [])
     context.setdefault("reconciler", None)  # (an error page does not read the heartbeat)
+    context.setdefault("viewer", None)  # (nor who is signed in)
     return _env.get_template(name).render(**context)

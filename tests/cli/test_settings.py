@@ -238,6 +238,7 @@ def test_the_secret_settings_are_the_ones_that_hold_credentials() -> None:
         "NEBULA_GIT_CREDENTIALS",
         "NEBULA_GIT_SSH_KEY_PASSPHRASE",
         "NEBULA_SMTP_URL",
+        "NEBULA_OIDC_CLIENT_SECRET",
     }
 
 

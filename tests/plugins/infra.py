@@ -24,6 +24,7 @@ from tests.infra.faultproxy import FaultProxy
 from tests.infra.kubelet import TestKubelet
 from tests.infra.kuberest import KubeRest
 from tests.infra.kubeserver import ControlPlane, KubeAPI, write_kubeconfig
+from tests.infra.oidcprovider import OpenIDProvider
 from tests.infra.postgres import PostgresServer
 from tests.infra.processes import StartError
 
@@ -173,6 +174,37 @@ def fault_proxy(_session_fault_proxy: FaultProxy) -> Iterator[FaultProxy]:
     _session_fault_proxy.clear()
     yield _session_fault_proxy
     _session_fault_proxy.clear()
+
+
+# -- An OpenID Provider ----------------------------------------------------------------------
+
+
+def _provider(device_flow: bool) -> Iterator[OpenIDProvider]:
+    what = "The OpenID Provider (node tests/node/oidc-provider.mjs)"
+    try:
+        provider = OpenIDProvider(device_flow=device_flow)
+    except StartError as exc:
+        _unavailable(what, str(exc))
+    try:
+        provider.start()
+    except StartError as exc:
+        provider.close()
+        _unavailable(what, str(exc))
+    yield provider
+    provider.close()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[OpenIDProvider]:
+    """panva's oidc-provider on loopback, with the device authorization grant: Nebula's client
+    (``CLIENT_ID``), another client and the users of ``tests.infra.oidcprovider.USERS``."""
+    yield from _provider(device_flow=True)
+
+
+@pytest.fixture(scope="session")
+def oidc_provider_without_device() -> Iterator[OpenIDProvider]:
+    """The same provider without a device authorization endpoint (the loopback redirect)."""
+    yield from _provider(device_flow=False)
 
 
 # -- Chromium --------------------------------------------------------------------------------
