@@ -30,7 +30,7 @@ import pygit2
 import uvicorn
 from sqlalchemy import func, select
 
-from reconciler import bootstrap, reconciling, views
+from reconciler import bootstrap, reconciling, statusviews, views
 from reconciler.admin import members, principals, projects
 from reconciler.context import Context
 from reconciler.core import lines
@@ -222,7 +222,7 @@ class Demo:
 
     def status_table(self) -> None:
         with self.ctx.db.transaction() as session:
-            data = views.project_status(session, projects.get(session, PROJECT))
+            data = statusviews.project_status(session, projects.get(session, PROJECT))
         self.say(f"   project {data['slug']} at {str(data['commit'])[:7]}")
         self.say(
             f"   {'ENVIRONMENT':<11} {'SERVICE':<7} {'KIND':<8} {'ACTIVE':<6} {'SYNC':<8} IMAGE"

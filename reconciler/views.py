@@ -19,7 +19,6 @@ from reconciler.admin import auditing, repourls
 from reconciler.admin.members import PROJECT_REQUESTER, shown_actor
 from reconciler.clock import utc
 from reconciler.core.states import (
-    ApprovalState,
     ApprovalTarget,
     DeploymentState,
     HistoryState,
@@ -86,16 +85,6 @@ def deployment_with_events(session: Session, d: schema.Deployment) -> dict[str, 
     return {**deployment(d), "events": [event(e) for e in rows]}
 
 
-def latest_deployments(session: Session, environment_id: int) -> dict[int, schema.Deployment]:
-    """The newest deployment of each unit in an environment."""
-    rows = session.scalars(
-        select(schema.Deployment)
-        .where(schema.Deployment.environment_id == environment_id)
-        .order_by(schema.Deployment.id)
-    )
-    return {d.unit_id: d for d in rows}
-
-
 def shown_deployment(d: schema.Deployment | None) -> schema.Deployment | None:
     """What status shows for a unit: its deployment in flight, or the last one if it did not
     go healthy (so a failure, a rejection or a cancel, and what keeps serving, stays visible
@@ -103,91 +92,6 @@ def shown_deployment(d: schema.Deployment | None) -> schema.Deployment | None:
     if d is None or d.state == DeploymentState.HEALTHY.value:
         return None
     return d
-
-
-def unit_status(
-    unit: schema.Unit, latest: schema.Deployment | None, waiting: dict[tuple[str, int], int]
-) -> dict[str, Any]:
-    active = unit.active_release
-    shown = shown_deployment(latest)
-    brief = deployment_brief(shown) if shown else None
-    if brief is not None and shown is not None:
-        # What waits for a person says which approval to decide (its own, or its change set's).
-        approval_id = waiting.get((ApprovalTarget.DEPLOYMENT.value, shown.id))
-        if approval_id is None and shown.changeset_id is not None:
-            approval_id = waiting.get((ApprovalTarget.CHANGESET.value, shown.changeset_id))
-        brief["approval_id"] = str(approval_id) if approval_id is not None else None
-    return {
-        "name": unit.name,
-        "kind": unit.kind,
-        "status": unit.status,
-        "active_release": active.name if active else None,
-        "image": active.image if active else None,
-        "deployment": brief,
-        **liveviews.sync(unit),  # synced | drifted | unknown, and what differs
-        **liveviews.published(active, unit.scaled or {}),
-    }
-
-
-def pending_approvals(session: Session, environment_id: int) -> dict[tuple[str, int], int]:
-    """The pending approvals of an environment, by (target, target id)."""
-    rows = session.execute(
-        select(schema.Approval.target, schema.Approval.target_id, schema.Approval.id).where(
-            schema.Approval.environment_id == environment_id,
-            schema.Approval.state == ApprovalState.PENDING.value,
-        )
-    )
-    return {(target, target_id): approval_id for target, target_id, approval_id in rows}
-
-
-def project_status(
-    session: Session, project: schema.Project, env_name: str | None = None
-) -> dict[str, Any]:
-    environments = []
-    for env in project.environments:
-        if env_name is not None and env.name != env_name:
-            continue
-        units = session.scalars(
-            select(schema.Unit)
-            .where(schema.Unit.environment_id == env.id, schema.Unit.status != "removed")
-            .order_by(schema.Unit.kind.desc(), schema.Unit.name)
-        ).all()
-        latest = latest_deployments(session, env.id)
-        waiting = pending_approvals(session, env.id)
-        environments.append(
-            {
-                "name": env.name,
-                "protected": env.protected,
-                "promote_from": env.promote_from,
-                "soak": format_duration(timedelta(seconds=env.soak_seconds or 0)),
-                "self_heal": env.self_heal,
-                "namespace": env.namespace,
-                "in_file": env.in_file,
-                "suspended": liveviews.suspension(env),
-                "services": [unit_status(u, latest.get(u.id), waiting) for u in units],
-            }
-        )
-    return {
-        "slug": project.slug,
-        "repo": repourls.shown_repo(project),
-        "branch": project.branch,
-        "commit": project.last_commit,
-        "blocker": project.blocker,
-        "message": project.blocker_message,
-        "blocker_commit": project.blocker_commit,
-        "last_polled_at": iso(project.last_polled_at),
-        "webhook_signed": project.webhook_secret is not None,
-        "removing": removing(project),
-        "suspended": liveviews.suspension(project),
-        "environments": environments,
-    }
-
-
-def removing(project: schema.Project) -> dict[str, Any] | None:
-    """Set while ``nebula project remove`` tears the project down (then it is forgotten)."""
-    if project.removing_at is None:
-        return None
-    return {"by": shown_actor(project.removing_by), "at": iso(project.removing_at)}
 
 
 def ended(items: Iterable[Ended]) -> list[dict[str, Any]]:

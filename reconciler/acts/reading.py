@@ -10,7 +10,7 @@ from typing import TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import liveviews, views
+from reconciler import liveviews, statusviews, views
 from reconciler.acts.calls import Call, Document
 from reconciler.admin import places as projects
 from reconciler.core.states import ApprovalState, ChangeSetState
@@ -55,7 +55,7 @@ def status(call: Call) -> Document:
         if env is not None and project is not None:
             projects.environment(session, rows[0], env)
         return {
-            "projects": [views.project_status(session, p, env) for p in rows],
+            "projects": statusviews.projects_status(session, rows, env),
             "reconciler": liveviews.reconciler(session, call.ctx.clock.now()),
         }
 

@@ -5,7 +5,7 @@ nebula.toml validator: a read such as ``nebula status`` finds its places without
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from reconciler import suggestions
 from reconciler.core.states import ServiceStatus
@@ -30,7 +30,9 @@ def get(session: Session, slug: str, *, lock: bool = False) -> schema.Project:
 
 
 def listing(session: Session) -> list[schema.Project]:
-    return list(session.scalars(select(schema.Project).order_by(schema.Project.slug)))
+    """Every project, its environments read with it (every listing shows them)."""
+    query = select(schema.Project).order_by(schema.Project.slug)
+    return list(session.scalars(query.options(selectinload(schema.Project.environments))))
 
 
 def environment(session: Session, project: schema.Project, name: str) -> schema.Environment:

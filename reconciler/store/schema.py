@@ -28,13 +28,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 # named here too, so that every table is ``schema.X``.
 from reconciler.store.base import Base, UTCDateTime
 from reconciler.store.notifying import InboxRead, NotifyChannel
-from reconciler.store.organization import (
-    ApiToken,
-    FreezeWindowRow,
-    Member,
-    Setting,
-    SignInRow,
-)
+from reconciler.store.organization import ApiToken, FreezeWindowRow, Member, Setting, SignInRow
 
 __all__ = [
     "ApiToken",

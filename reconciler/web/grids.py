@@ -64,7 +64,7 @@ def _cell(unit: dict[str, Any]) -> Cell:
 
 
 def grid(status: dict[str, Any]) -> Grid:
-    """The grid of one project, from its ``views.project_status``."""
+    """The grid of one project, from its ``statusviews.project_status``."""
     environments = status["environments"]
     names: dict[str, str] = {}  # row order: as the environments list them (databases first)
     for env in environments:

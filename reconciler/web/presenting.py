@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import views
+from reconciler import statusviews, views
 from reconciler.core.states import HAPPY_PATH, ApprovalState, ApprovalTarget, DeploymentState
 from reconciler.engine import releases
 from reconciler.model.references import Literal, RefKind
@@ -181,7 +181,7 @@ def overview(session: Session) -> tuple[list[dict[str, Any]], int]:
     """Every project with a health summary per environment, and the refresh period."""
     rows = []
     for project in session.scalars(select(schema.Project).order_by(schema.Project.slug)):
-        status = views.project_status(session, project)
+        status = statusviews.project_status(session, project)
         for env in status["environments"]:
             env["summary"] = summary(env["services"])
         status["grid"] = grids.grid(status)
@@ -190,11 +190,11 @@ def overview(session: Session) -> tuple[list[dict[str, Any]], int]:
 
 
 def project_page(session: Session, project: schema.Project) -> dict[str, Any]:
-    status = views.project_status(session, project)
+    status = statusviews.project_status(session, project)
     environments = []
     for env_status, env in zip(status["environments"], project.environments, strict=True):
         units = {u.name: u for u in _units(session, env.id)}
-        latest = views.latest_deployments(session, env.id)
+        latest = statusviews.latest_deployments(session, env.id)
         services = []
         for unit_status in env_status["services"]:
             unit = units[unit_status["name"]]

@@ -62,9 +62,21 @@ WRITES = {
     "DELETE /api/v1/notify/channels/{channel_id}": "/api/v1/notify/channels/1",
     "POST /api/v1/notify/channels/{channel_id}/test": "/api/v1/notify/channels/1/test",
     "POST /api/v1/inbox/read": "/api/v1/inbox/read",
+    "POST /api/v1/sso/device": "/api/v1/sso/device",
+    "POST /api/v1/sso/authorize": "/api/v1/sso/authorize",
+    "POST /api/v1/sso/token": "/api/v1/sso/token",
+    "POST /logout": "/logout",
 }
-# The writes anyone may send without a token: each checks its own signature on the body.
-UNAUTHENTICATED = {"POST /hooks/git/{project}", "POST /slack/interactions"}
+# The writes anyone may send without a token: the hooks check their own signature on the
+# body; signing in is how one gets a token (the provider's word decides), and signing out
+# ends the session its cookie names, if any.
+SIGNING_IN = {
+    "POST /api/v1/sso/device",
+    "POST /api/v1/sso/authorize",
+    "POST /api/v1/sso/token",
+    "POST /logout",
+}
+UNAUTHENTICATED = {"POST /hooks/git/{project}", "POST /slack/interactions", *SIGNING_IN}
 GOT_AWAY = 8 * MIB  # what sockets and buffers hold on the way once the server has answered
 
 
@@ -156,8 +168,8 @@ def test_an_api_write_without_a_valid_token_is_refused_before_its_body_is_read(
 
 def test_only_the_signed_hooks_take_writes_without_a_token(server: Server) -> None:
     """The unauthenticated writes: the push notification (signed with the project's webhook
-    secret, when it has one) and Slack's interactions (signed with the signing secret); every
-    other write answers 401 without a token, whatever its body."""
+    secret, when it has one), Slack's interactions (signed with the signing secret) and
+    signing in and out; every other write answers 401 without a token, whatever its body."""
     for route, path in WRITES.items():
         method = route.split()[0]
         headers = {"Content-Type": "application/json"}

@@ -65,11 +65,7 @@ from reconciler.runtimes.kubernetes.caching import Cache
 from reconciler.runtimes.kubernetes.configs import Connection
 from reconciler.runtimes.kubernetes.discovery import Discovery
 from reconciler.runtimes.kubernetes.draining import Remover
-from reconciler.runtimes.kubernetes.probing import (
-    InClusterProber,
-    Prober,
-    ServiceProxyProber,
-)
+from reconciler.runtimes.kubernetes.probing import InClusterProber, Prober, ServiceProxyProber
 from reconciler.runtimes.kubernetes.reading import Reader
 from reconciler.runtimes.kubernetes.transport import JSON, Transport
 from renderers import naming
