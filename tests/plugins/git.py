@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 import pygit2
@@ -268,6 +268,9 @@ class _GitHttpd(ThreadingHTTPServer):
     base_path: Path
     token: str | None
     requests: list[tuple[str, str, bool]]  # (method, path, authorized)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client hanging up (a refused clone) is not news, and stderr is a test's output
 
 
 class _GitHttpHandler(QuietHandler):

@@ -149,6 +149,8 @@ ENDPOINTS = {
 # the same function as a redeploy's; tests/cli/test_people.py and the stateful robustness
 # machine (tests/robustness) ask it of every role, with real drafts.
 ELSEWHERE = {"/api/v1/changesets/{changeset_id}/apply", "/api/v1/changesets/{changeset_id}/discard"}
+# Signing in is how one gets a token: open to anyone (tests/web/test_sso.py, test_bodies.py).
+SIGNING_IN = {"/api/v1/sso/device", "/api/v1/sso/authorize", "/api/v1/sso/token"}
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +174,7 @@ def test_each_write_endpoint_answers_each_caller_as_the_table_says(
 def test_the_table_covers_every_write_route_of_the_app(acting: Acting) -> None:
     routes = app_routes(create_app(acting.nebula.ctx))
     writes = {p for p, methods in routes if p.startswith("/api/") and methods - {"GET", "HEAD"}}
-    assert writes == {e.route for e in ENDPOINTS.values()} | ELSEWHERE
+    assert writes == {e.route for e in ENDPOINTS.values()} | ELSEWHERE | SIGNING_IN
 
 
 def test_an_admin_cannot_approve_their_own_request(acting: Acting) -> None:
