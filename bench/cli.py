@@ -13,7 +13,16 @@ after one warm-up:
 - local ``nebula status`` on the same store.
 
 The baseline is ``kubectl version --client``; without kubectl on the machine the bench says so
-and uses ``python -c pass`` as the floor. Targets (issue 25): ``--version`` and ``--help``
+and uses ``python -c pass`` as the floor.
+
+Python's bytecode is cached as on any installed Python (pip compiles a wheel's modules when it
+installs it; an editable checkout writes ``__pycache__`` on first run): the commands run with
+``PYTHONPYCACHEPREFIX`` in the bench's directory and without ``PYTHONDONTWRITEBYTECODE``, so
+the warm-up run compiles and the measured runs do not. ``--no-bytecode-cache`` measures the
+other case (every module compiled at every start, as on a machine that sets
+``PYTHONDONTWRITEBYTECODE`` and installed packages without their bytecode). ``python -S -c
+pass`` is printed beside ``python -c pass``: the difference is what ``site`` (and the ``.pth``
+files of site-packages) costs every Python program on this machine. Targets (issue 25): ``--version`` and ``--help``
 <= 1.5x, remote ``status`` <= 3x, local ``status`` <= 6x. ``--strict`` exits 1 on a miss.
 """
 
@@ -39,8 +48,11 @@ sys.path.insert(0, str(ROOT))
 from fixtures import loading  # noqa: E402
 from tests.plugins.git import GitRepo, free_port  # noqa: E402
 
-# The console script people run (pip's wrapper around reconciler.cli.main), else the module.
-_SCRIPT = shutil.which("nebula")
+# The console script people run (pip's wrapper around reconciler.cli.main), beside this
+# Python's own executable (a version manager's shim on PATH, pyenv's, is a shell script that
+# costs more than the command it starts), else on PATH, else the module.
+_BESIDE = Path(sys.executable).with_name("nebula")
+_SCRIPT = str(_BESIDE) if _BESIDE.is_file() else shutil.which("nebula")
 NEBULA = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "reconciler.cli.main"]
 
 
@@ -71,8 +83,11 @@ def cpu_seconds(command: Sequence[str], environ: Mapping[str, str], runs: int) -
     return statistics.median(once() for _ in range(runs))
 
 
-def _environ(state: Path, config_home: Path) -> dict[str, str]:
+def _environ(state: Path, config_home: Path, bytecode: Path | None) -> dict[str, str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("NEBULA_")}
+    if bytecode is not None:
+        environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        environ["PYTHONPYCACHEPREFIX"] = str(bytecode)
     environ.update(
         NEBULA_STATE_DIR=str(state),
         NEBULA_CONFIG_HOME=str(config_home),
@@ -128,6 +143,11 @@ def main() -> int:
     parser.add_argument("--projects", type=int, default=20)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="compile every module at every start (as with PYTHONDONTWRITEBYTECODE=1)",
+    )
     args = parser.parse_args()
 
     kubectl = shutil.which("kubectl")
@@ -140,7 +160,8 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="nebula-bench-cli-"))
     server: subprocess.Popen[bytes] | None = None
     try:
-        local = _environ(root / "state", root / "no-contexts")
+        bytecode = None if args.no_bytecode_cache else root / "pycache"
+        local = _environ(root / "state", root / "no-contexts", bytecode)
         print(f"building a store with {args.projects} projects ...", flush=True)
         token = build_store(root, local, args.projects)
         server, url = _serve(local, root / "serve.log")
@@ -152,11 +173,16 @@ def main() -> int:
             (Target(f"local nebula status ({args.projects} projects)", [*NEBULA, "status"], 6.0), local),
         ]  # fmt: skip
         floor = cpu_seconds(baseline, os.environ, args.runs)
-        python = cpu_seconds([sys.executable, "-c", "pass"], os.environ, args.runs)
-        print(f"\nCPU (user + sys), median of {args.runs} after a warm-up")
+        python = cpu_seconds([sys.executable, "-c", "pass"], local, args.runs)
+        bare = cpu_seconds([sys.executable, "-S", "-c", "pass"], local, args.runs)
+        cached = "not cached" if bytecode is None else "cached"
+        print(f"\nCPU (user + sys), median of {args.runs} after a warm-up; bytecode {cached}")
         print(f"  {'baseline: ' + baseline_name:<44} {floor * 1000:8.1f} ms     1.00x")
         print(
             f"  {'(python -c pass, for reference)':<44} {python * 1000:8.1f} ms  {python / floor:7.2f}x"
+        )
+        print(
+            f"  {'(python -S -c pass: without site)':<44} {bare * 1000:8.1f} ms  {bare / floor:7.2f}x"
         )
         missed = 0
         for target, environ in targets:

@@ -16,4 +16,5 @@ pytest_plugins = [
     "tests.plugins.slack",
     "tests.plugins.receivers",
     "tests.plugins.mailserver",
+    "tests.plugins.ordering",
 ]
