@@ -43,3 +43,8 @@ class Part:
 
     def __str__(self) -> str:
         return f"{self.module}:{self.attribute}"
+
+
+# The TOML parser, for the settings file (--config) and the command line's contexts: a command
+# with neither does not load it. Its errors (tomllib.TOMLDecodeError) are ValueErrors.
+TOML = Part("tomllib", "loads")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
@@ -31,6 +30,7 @@ from typing import TypeVar
 
 from reconciler.durations import LONGER_HINT, parse_duration
 from reconciler.errors import ConfigurationError
+from reconciler.lazy import TOML
 from reconciler.numbers import parse_size
 
 PREFIX = "NEBULA_"
@@ -223,8 +223,8 @@ def load(environ: Mapping[str, str] | None = None, config_file: str | None = Non
 def _from_file(path: str) -> dict[str, tuple[object, str]]:
     """Each setting the file gives: its TOML value and where it was (``key in path``)."""
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = TOML.get()(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not TOML
         raise ConfigurationError(f"cannot read settings file {path}: {exc}") from exc
     given: dict[str, tuple[object, str]] = {}
     keys: dict[str, str] = {}

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from reconciler.errors import ConfigurationError, NotFoundError
+from reconciler.lazy import TOML
 
 FILE = "config.toml"
 
@@ -105,10 +105,10 @@ def load(environ: Mapping[str, str]) -> Contexts:
     try:
         with path.open("rb") as file:
             mode = os.fstat(file.fileno()).st_mode
-            data = tomllib.load(file)
+            data = TOML.get()(file.read().decode("utf-8"))
     except FileNotFoundError:
         return Contexts(path)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8 (a ValueError), not TOML
         raise ConfigurationError(
             f"{path}: cannot read it ({exc})", hint="fix it, or remove it and sign in again"
         ) from None

@@ -74,6 +74,7 @@ def test_version_and_help_import_nothing_they_do_not_print(args: list[str], tmp_
     result = _run(args, NEBULA_CONFIG_HOME=str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert third_party(imported(result)) == set()
+    assert "tomllib" not in imported(result), "no TOML is read: no --config, no contexts"
     if args == ["--version"]:
         assert result.stdout == "nebula 0.1.0\n"
         assert imported(result) <= {"reconciler"} | PROBED | set(sys.stdlib_module_names)
@@ -108,6 +109,7 @@ def test_a_remote_command_imports_nothing_of_the_server(
     assert imported(result) & set(SERVER_SIDE) == set()
     assert "httpx" in imported(result)
     assert "click" not in imported(result), "httpx's own command line stays out"
+    assert "tomllib" not in imported(result), "no TOML is read: no --config, no contexts file"
 
 
 def test_a_local_command_on_the_simulated_cluster_imports_no_kubernetes_client(
