@@ -67,7 +67,7 @@ CHECKED_BEYOND_THE_SCHEMA = {
 
 @schema.parametrize()
 @settings(
-    max_examples=25,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
