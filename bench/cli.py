@@ -22,8 +22,10 @@ the warm-up run compiles and the measured runs do not. ``--no-bytecode-cache`` m
 other case (every module compiled at every start, as on a machine that sets
 ``PYTHONDONTWRITEBYTECODE`` and installed packages without their bytecode). ``python -S -c
 pass`` is printed beside ``python -c pass``: the difference is what ``site`` (and the ``.pth``
-files of site-packages) costs every Python program on this machine. Targets (issue 25): ``--version`` and ``--help``
-<= 1.5x, remote ``status`` <= 3x, local ``status`` <= 6x. ``--strict`` exits 1 on a miss.
+files of site-packages) costs every Python program on this machine.
+
+Targets (issue 25): ``--version`` and ``--help`` <= 1.5x, remote ``status`` <= 3x, local
+``status`` <= 6x. ``--strict`` exits 1 on a miss.
 """
 
 from __future__ import annotations
