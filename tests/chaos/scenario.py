@@ -24,7 +24,7 @@ from sqlalchemy import create_engine, func, select
 
 from reconciler import bootstrap, settings
 from reconciler.admin import projects as project_rows
-from reconciler.core.states import DeploymentState
+from reconciler.core.states import ApprovalState, DeploymentState
 from reconciler.store import schema
 from tests.chaos import projects
 from tests.chaos.replicas import Replicas, get, post
@@ -46,7 +46,7 @@ class Plan:
     kube_projects: int = 0  # the first N projects deploy to Kubernetes through the proxy
     pushes: int = 40
     chaos_seconds: float = 100.0
-    quiet_timeout: float = 120.0
+    quiet_timeout: float = 150.0  # includes the approvals left open expiring (30 s)
     kill_every: tuple[float, float] = (4.0, 9.0)
     restart_after: tuple[float, float] = (0.5, 3.0)
     new_identity: float = 0.25  # a restart under a new replica id: leases must expire first
@@ -297,8 +297,13 @@ class Scenario:
     # -- the quiet period ----------------------------------------------------------------------
 
     def settle(self) -> dict[str, Any]:
-        """Every replica up, no faults: wait until every push is polled, nothing is in flight
-        and every notice is out. Returns what was still open if it never got there."""
+        """Every replica up, no faults: wait until every push is polled, nothing is in flight,
+        every approval left open has expired and every notice is out. Returns what was still
+        open if it never got there.
+
+        An approval still pending counts as open work: it expires at a later tick, whose
+        notices would otherwise be written just before the replicas stop and never sent (CI
+        failed once that way, with four ``approval-update`` notices left in the outbox)."""
         self.replicas.wait_restarts()
         # A last commit to every project that changes nothing but a comment: each must still
         # be polled, whichever replica held its poll lease when it was killed.
@@ -336,6 +341,11 @@ class Scenario:
                     .select_from(schema.Deployment)
                     .where(schema.Deployment.stage_marker == "cleanup")
                 ).scalar_one()
+                pending = conn.execute(
+                    select(func.count())
+                    .select_from(schema.Approval)
+                    .where(schema.Approval.state == ApprovalState.PENDING)
+                ).scalar_one()
                 undelivered = conn.execute(
                     select(func.count())
                     .select_from(schema.OutboxMessage)
@@ -347,6 +357,7 @@ class Scenario:
             "not polled": sorted(s for s, h in heads.items() if polled.get(s) != h),
             "in flight": [tuple(r) for r in in_flight][:10],
             "cleanup": cleanup,
+            "pending approvals": pending,
             "undelivered": undelivered,
         }
 
