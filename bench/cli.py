@@ -140,6 +140,21 @@ def _serve(environ: Mapping[str, str], log: Path) -> tuple[subprocess.Popen[byte
     raise SystemExit(f"bench: nebula serve did not start (see {log})")
 
 
+# Printed for reference beside the baseline: Python's own start, without ``site`` (what the
+# ``.pth`` files of site-packages cost every program here), and with the HTTP client that
+# every command speaks through (httpx and httpcore, with the two optional imports
+# ``client.http`` keeps out): the floor under any command that talks to a server.
+_HTTP_CLIENT = (
+    "import sys; sys.modules.setdefault('httpx._main', None); "
+    "sys.modules.setdefault('trio', None); import httpx, httpcore"
+)
+REFERENCES = (
+    ("(python -c pass)", ["-c", "pass"]),
+    ("(python -S -c pass: without site)", ["-S", "-c", "pass"]),
+    ("(python importing httpx and httpcore)", ["-c", _HTTP_CLIENT]),
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--projects", type=int, default=20)
@@ -175,17 +190,12 @@ def main() -> int:
             (Target(f"local nebula status ({args.projects} projects)", [*NEBULA, "status"], 6.0), local),
         ]  # fmt: skip
         floor = cpu_seconds(baseline, os.environ, args.runs)
-        python = cpu_seconds([sys.executable, "-c", "pass"], local, args.runs)
-        bare = cpu_seconds([sys.executable, "-S", "-c", "pass"], local, args.runs)
         cached = "not cached" if bytecode is None else "cached"
         print(f"\nCPU (user + sys), median of {args.runs} after a warm-up; bytecode {cached}")
         print(f"  {'baseline: ' + baseline_name:<44} {floor * 1000:8.1f} ms     1.00x")
-        print(
-            f"  {'(python -c pass, for reference)':<44} {python * 1000:8.1f} ms  {python / floor:7.2f}x"
-        )
-        print(
-            f"  {'(python -S -c pass: without site)':<44} {bare * 1000:8.1f} ms  {bare / floor:7.2f}x"
-        )
+        for name, command in REFERENCES:
+            spent = cpu_seconds([sys.executable, *command], local, args.runs)
+            print(f"  {name:<44} {spent * 1000:8.1f} ms  {spent / floor:7.2f}x")
         missed = 0
         for target, environ in targets:
             spent = cpu_seconds(target.command, environ, args.runs)

@@ -1,24 +1,21 @@
 """What ``nebula status`` and the status page show of projects: each environment's services,
-what serves, what is in flight or failed, and which approval it waits for. Read in a few
-queries for every project at once, however many there are and however long their history.
+what serves, what is in flight or failed, and which approval it waits for. Read through the
+ORM in a few queries for every project at once, however many there are and however long
+their history; the document itself is ``statusdocs``'s (as for ``statusreads``, the same
+read in plain ``sqlite3`` that a local ``nebula status`` makes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from reconciler import liveviews
-from reconciler.admin import repourls
-from reconciler.admin.members import shown_actor
-from reconciler.core.states import ApprovalState, ApprovalTarget
-from reconciler.durations import format_duration
+from reconciler import statusdocs
+from reconciler.core.states import ApprovalState
 from reconciler.store import schema
-from reconciler.views import deployment_brief, iso, shown_deployment
 
 
 def latest_deployments(session: Session, environment_id: int) -> dict[int, schema.Deployment]:
@@ -57,30 +54,6 @@ def pending_approvals(
     return {(target, target_id): approval_id for target, target_id, approval_id in rows}
 
 
-def unit_status(
-    unit: schema.Unit, latest: schema.Deployment | None, waiting: dict[tuple[str, int], int]
-) -> dict[str, Any]:
-    active = unit.active_release
-    shown = shown_deployment(latest)
-    brief = deployment_brief(shown) if shown else None
-    if brief is not None and shown is not None:
-        # What waits for a person says which approval to decide (its own, or its change set's).
-        approval_id = waiting.get((ApprovalTarget.DEPLOYMENT.value, shown.id))
-        if approval_id is None and shown.changeset_id is not None:
-            approval_id = waiting.get((ApprovalTarget.CHANGESET.value, shown.changeset_id))
-        brief["approval_id"] = str(approval_id) if approval_id is not None else None
-    return {
-        "name": unit.name,
-        "kind": unit.kind,
-        "status": unit.status,
-        "active_release": active.name if active else None,
-        "image": active.image if active else None,
-        "deployment": brief,
-        **liveviews.sync(unit),  # synced | drifted | unknown, and what differs
-        **liveviews.published(active, unit.scaled or {}),
-    }
-
-
 def project_status(
     session: Session, project: schema.Project, env_name: str | None = None
 ) -> dict[str, Any]:
@@ -110,11 +83,11 @@ def projects_status(
     latest = newest_deployments(session, ids)
     waiting = pending_approvals(session, ids)
     return [
-        _project_status(
+        statusdocs.project_status(
             p,
             [
-                _environment_status(
-                    e, [unit_status(u, latest.get(u.id), waiting) for u in units[e.id]]
+                statusdocs.environment_status(
+                    e, p, [_unit_status(u, latest.get(u.id), waiting) for u in units[e.id]]
                 )
                 for e in chosen[p.id]
             ],
@@ -123,39 +96,8 @@ def projects_status(
     ]
 
 
-def _environment_status(env: schema.Environment, services: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "name": env.name,
-        "protected": env.protected,
-        "promote_from": env.promote_from,
-        "soak": format_duration(timedelta(seconds=env.soak_seconds or 0)),
-        "self_heal": env.self_heal,
-        "namespace": env.namespace,
-        "in_file": env.in_file,
-        "suspended": liveviews.suspension(env),
-        "services": services,
-    }
-
-
-def _project_status(project: schema.Project, environments: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "slug": project.slug,
-        "repo": repourls.shown_repo(project),
-        "branch": project.branch,
-        "commit": project.last_commit,
-        "blocker": project.blocker,
-        "message": project.blocker_message,
-        "blocker_commit": project.blocker_commit,
-        "last_polled_at": iso(project.last_polled_at),
-        "webhook_signed": project.webhook_secret is not None,
-        "removing": removing(project),
-        "suspended": liveviews.suspension(project),
-        "environments": environments,
-    }
-
-
-def removing(project: schema.Project) -> dict[str, Any] | None:
-    """Set while ``nebula project remove`` tears the project down (then it is forgotten)."""
-    if project.removing_at is None:
-        return None
-    return {"by": shown_actor(project.removing_by), "at": iso(project.removing_at)}
+def _unit_status(
+    unit: schema.Unit, latest: schema.Deployment | None, waiting: dict[tuple[str, int], int]
+) -> dict[str, Any]:
+    newest = (latest, latest.release.name) if latest is not None else None
+    return statusdocs.unit_status(unit, unit.active_release, newest, waiting)

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciler import liveviews
+from reconciler import liveviews, statusdocs
 from reconciler.admin import auditing, repourls
-from reconciler.admin.members import PROJECT_REQUESTER, shown_actor
-from reconciler.clock import utc
+from reconciler.core.rights import PROJECT_REQUESTER, shown_actor
 from reconciler.core.states import (
     ApprovalTarget,
     DeploymentState,
@@ -33,18 +32,7 @@ if TYPE_CHECKING:  # the shapes of what a request returns; not needed to show a 
 
 
 def iso(value: datetime | None) -> str | None:
-    return utc(value).strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
-
-
-def deployment_brief(d: schema.Deployment) -> dict[str, Any]:
-    return {
-        "id": str(d.id),
-        "release": d.release.name,
-        "kind": d.kind,
-        "state": d.state,
-        "blocker": d.blocker,
-        "message": d.message,
-    }
+    return statusdocs.iso(value)
 
 
 def deployment(d: schema.Deployment) -> dict[str, Any]:
@@ -86,12 +74,7 @@ def deployment_with_events(session: Session, d: schema.Deployment) -> dict[str, 
 
 
 def shown_deployment(d: schema.Deployment | None) -> schema.Deployment | None:
-    """What status shows for a unit: its deployment in flight, or the last one if it did not
-    go healthy (so a failure, a rejection or a cancel, and what keeps serving, stays visible
-    until the next deploy)."""
-    if d is None or d.state == DeploymentState.HEALTHY.value:
-        return None
-    return d
+    return statusdocs.shown_deployment(d)
 
 
 def ended(items: Iterable[Ended]) -> list[dict[str, Any]]:

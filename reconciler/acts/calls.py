@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from reconciler.acts.declaring import Access, Route
 from reconciler.admin import auditing, principals, tokens
 from reconciler.context import Context
 from reconciler.core.rights import LOCAL_ADMIN, Principal
@@ -32,13 +32,6 @@ from reconciler.store import schema
 Document = dict[str, Any]
 PAGE_AUTH_SSO = "sso"  # NEBULA_PAGE_AUTH: the page and its JSON need a session or a token
 SIGN_IN_FIRST = "this server's pages need a session: sign in first"
-
-
-class Access(StrEnum):
-    OPEN = "open"  # anyone: signing in (single sign-on)
-    PAGE = "page"  # as public as the status page
-    TOKEN = "token"  # a member, any role
-    ACT = "act"  # a member; the act checks their rights
 
 
 @dataclass(frozen=True)
@@ -110,37 +103,6 @@ class Call:
         if not isinstance(value, bool):
             raise ConfigurationError(f"body: {name} must be true or false")
         return value
-
-
-@dataclass(frozen=True)
-class Param:
-    """A path or query parameter, as ``/openapi.json`` documents it."""
-
-    name: str
-    in_path: bool = False
-    pattern: str | None = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-    max_length: int = 100
-    required: bool = False
-    about: str = ""
-    integer: tuple[int, int, int] | None = None  # (least, most, default) of a number
-
-
-@dataclass(frozen=True)
-class Route:
-    method: str
-    path: str  # "/api/v1/approvals/{approval_id}/approve"
-    act: str  # "reconciler.acts.deploying:approve", loaded on first use
-    access: Access
-    summary: str
-    response: str  # the model of the answer, by name (``web.models``)
-    body: str | None = None  # the model of the request's body, by name
-    params: tuple[Param, ...] = ()
-    statuses: tuple[int, ...] = (404, 422)
-    git: bool = False  # the act polls: it needs the git cache
-
-    @property
-    def name(self) -> str:
-        return self.act.rpartition(":")[2]
 
 
 def resolve(call: Call, access: Access) -> Principal | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from reconciler.acts.calls import Param, Route
+from reconciler.acts.declaring import Param, Route
 from reconciler.errors import ConfigurationError
 
 INVALID = "invalid-request"  # the code of a 422 for a request that does not validate

@@ -12,7 +12,7 @@ import re
 from enum import StrEnum
 
 from reconciler import durations
-from reconciler.acts.calls import Access, Param, Route
+from reconciler.acts.declaring import Access, Param, Route
 from reconciler.core.states import ApprovalState, ChangeSetState
 
 _ACTS = "reconciler.acts."

@@ -13,27 +13,16 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from reconciler.clock import Clock
-from reconciler.core.rights import LOCAL_ADMIN_NAME
+from reconciler.core.rights import LOCAL_ADMIN_NAME, PROJECT_REQUESTER
+from reconciler.core.rights import project_actor as project_actor
+from reconciler.core.rights import shown_actor as shown_actor
 from reconciler.core.states import Role
 from reconciler.errors import ConfigurationError, ConflictError, NotFoundError, shown
 from reconciler.store import schema
 
-PROJECT_REQUESTER = "project:"  # requester/owner prefix when the project (a push) asks
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}\Z")  # \Z: "$" would take "alice\n"
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}\Z")
 ROLES = ", ".join(r.value for r in Role)
-
-
-def project_actor(slug: str) -> str:
-    return f"{PROJECT_REQUESTER}{slug}"
-
-
-def shown_actor(name: str | None) -> str | None:
-    """As users read it: the project's slug when a push asked (the project is the requester);
-    stored with a prefix no member name can take, so it is never taken for a person."""
-    if name is not None and name.startswith(PROJECT_REQUESTER):
-        return name[len(PROJECT_REQUESTER) :]
-    return name
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ else:
 # Loaded when a command runs, never for --help: the HTTP client (httpx), and in local mode the
 # store and the engine.
 REMOTE = Part("reconciler.client.http", "connect")
-LOCAL = Part("reconciler.cli.local", "connect")
+LOCAL = Part("reconciler.cli.quick", "connect")
 _UNKNOWN: dict[str, list[settings.Unknown]] = {}  # "environ": once read, warned about
 
 

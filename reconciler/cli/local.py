@@ -7,7 +7,8 @@ run (``acts.routes``), as ``--as NAME`` or ``local-admin``, and answers as the a
 the same documents, the same status codes and error bodies. So local and remote mode are one
 path, and a test of one is a test of the other.
 
-Loaded by name (``common.LOCAL``) only in local mode: it brings the store and the engine.
+Loaded by name only in local mode, under ``cli.quick`` (which reads a status without it): it
+brings the store and the engine.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from reconciler import bootstrap, wire
 from reconciler.acts import calls, checking, routes
 from reconciler.acts.calls import Call, Caller
-from reconciler.cli import common
+from reconciler.cli import common, quick
 from reconciler.client import http
-from reconciler.client.http import Api
 from reconciler.context import Context
 from reconciler.errors import NebulaError, StoreError
 from reconciler.store import failures
@@ -40,9 +40,11 @@ def context(args: argparse.Namespace, *, git: bool = False) -> Context:
 
 
 def use(ctx: Context) -> None:
-    """Run commands against ``ctx`` (tests: a fake clock, a temporary database)."""
+    """Run commands against ``ctx`` (tests: a fake clock, a temporary database); the quick
+    status read too."""
     _CONTEXT["git=True"] = ctx
     _CONTEXT["git=False"] = ctx
+    quick.pin(ctx.db.path, ctx.clock)
 
 
 def reset() -> None:
@@ -53,6 +55,7 @@ def reset() -> None:
         if ctx.git is not None:
             ctx.git.close()
     _CONTEXT.clear()
+    quick.unpin()
     common.forget_warnings()
 
 
@@ -90,7 +93,3 @@ class Transport(http.Transport):
                 f"the state store failed: {failures.first_line(exc)}"
             )
             return _answer(wire.status_of(mapped), wire.body_of(mapped))
-
-
-def connect(args: argparse.Namespace) -> Api:
-    return http.in_process(Transport(args))

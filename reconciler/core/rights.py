@@ -15,6 +15,19 @@ from reconciler.core.states import GrantKind, Role
 from reconciler.errors import ConflictError, ForbiddenError
 
 LOCAL_ADMIN_NAME = "local-admin"
+PROJECT_REQUESTER = "project:"  # requester/owner prefix when the project (a push) asks
+
+
+def project_actor(slug: str) -> str:
+    return f"{PROJECT_REQUESTER}{slug}"
+
+
+def shown_actor(name: str | None) -> str | None:
+    """As users read it: the project's slug when a push asked (the project is the requester);
+    stored with a prefix no member name can take, so it is never taken for a person."""
+    if name is not None and name.startswith(PROJECT_REQUESTER):
+        return name[len(PROJECT_REQUESTER) :]
+    return name
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,11 @@ read-only or full disk while writes say why they cannot.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
@@ -29,10 +27,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciler.errors import ConfigurationError, StoreError
 from reconciler.lazy import Part
 from reconciler.store import failures, private
+from reconciler.store.sqlitereads import HEAD as HEAD
+from reconciler.store.sqlitereads import reader, sqlite_path
 
-# The newest migration: a store already there is only read, without loading Alembic
-# (``MIGRATING``); tests/store/test_migrations.py checks this is Alembic's head.
-HEAD = "0015"
 MIGRATING = Part("reconciler.store.migrating", "upgrade")
 
 
@@ -84,38 +81,12 @@ def _begin_deferred(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN")
 
 
-def _reader(path: Path) -> Callable[[], sqlite3.Connection]:
-    """Connections for reading ``path``: as usual, or, when SQLite cannot open the log's index
-    (no room to create it, or a directory it may not write) and the log is empty, the file
-    read as it stands (``immutable``: nothing is written, and with an empty log nothing newer
-    exists to be missed)."""
-
-    def connect() -> sqlite3.Connection:
-        connection = sqlite3.connect(str(path), check_same_thread=False)
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
-            return connection
-        except sqlite3.OperationalError as exc:
-            connection.close()
-            wal = path.with_name(path.name + "-wal")
-            name = str(getattr(exc, "sqlite_errorname", ""))
-            cannot_index = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY")
-            if not name.startswith(cannot_index) or (wal.exists() and wal.stat().st_size > 0):
-                raise
-        frozen = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
-        return sqlite3.connect(frozen, uri=True, check_same_thread=False)
-
-    return connect
-
-
 class Database:
     def __init__(self, url: str, *, migrate: bool = True, echo: bool = False) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        self.path: Path | None = None  # the SQLite file
-        if self.is_sqlite and ":///" in url and not url.endswith(":memory:"):
-            self.path = Path(url.split(":///", 1)[1].split("?", 1)[0])
+        self.path: Path | None = sqlite_path(url)  # the SQLite file
+        if self.path is not None:
             private.make_dir(self.path.parent)
             with contextlib.suppress(OSError):  # a read-only directory: SQLite says so
                 private.create_file(self.path)
@@ -139,7 +110,7 @@ class Database:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _begin_immediate)
             if self.path is not None:
-                kwargs["creator"] = _reader(self.path)
+                kwargs["creator"] = reader(self.path)
             self._read_engine = create_engine(url, **kwargs)
             event.listen(self._read_engine, "connect", _sqlite_pragmas)
             event.listen(self._read_engine, "begin", _begin_deferred)

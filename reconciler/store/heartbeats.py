@@ -9,8 +9,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from reconciler.store import schema
-
-RECONCILER = "reconciler"
+from reconciler.store.sqlitereads import RECONCILER
 
 
 def beat(session: Session, now: datetime, owner: str) -> None:

@@ -20,7 +20,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from reconciler.acts import calls, checking
-from reconciler.acts.calls import Access, Call, Caller, Param, Route
+from reconciler.acts.calls import Call, Caller
+from reconciler.acts.declaring import Access, Param, Route
 from reconciler.acts.routes import ROUTES
 from reconciler.web import admindocs, bodies, models, notifydocs, sessions
 from reconciler.web.appstate import AppState, get_state

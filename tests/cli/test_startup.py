@@ -1,10 +1,12 @@
 """Start-up is a feature (issue 25): ``nebula --version`` and ``--help`` import only what they
 print; a remote command imports no store, ORM, Kubernetes client, web framework or manifest
 validator (run with those made unimportable, and read with ``-X importtime``); a local
-command on the simulated cluster imports no Kubernetes client. Each in a fresh process."""
+command on the simulated cluster imports no Kubernetes client, and a local status on SQLite
+no ORM. Each in a fresh process."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -120,3 +122,24 @@ def test_a_local_command_on_the_simulated_cluster_imports_no_kubernetes_client(
     result = _run(["status"], blocked=("kubernetes", "kubernetes_validate", "fastapi"), **state)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "kubernetes" not in imported(result)
+
+
+def test_a_local_status_on_sqlite_reads_the_store_without_the_orm(
+    nebula: Nebula, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    git_repo.commit(
+        {"nebula.toml": (ROOT / "fixtures/projects/storefront/nebula.toml").read_text()}
+    )
+    nebula.ok(f"project add shop --repo {git_repo.url}")
+    nebula.settle()
+    local = {
+        "NEBULA_DATABASE_URL": f"sqlite:///{nebula.ctx.db.path}",
+        "NEBULA_STATE_DIR": str(tmp_path / "state"),
+        "NEBULA_CONFIG_HOME": str(tmp_path),
+    }
+    result = _run(["status", "-o", "json"], blocked=SERVER_SIDE, **local)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert imported(result) & set(SERVER_SIDE) == set()
+    assert json.loads(result.stdout)["projects"] == nebula.json("status")["projects"]
+    # Anything else a local command does still loads the store (here: who the members are).
+    assert _run(["member", "list"], **local).returncode == 0
