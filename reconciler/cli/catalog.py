@@ -113,9 +113,20 @@ def settings_help() -> str:
     return "\n".join(lines)
 
 
-def root(*, everything: bool) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[Parser]]:
-    """The ``nebula`` parser with its global options, and where commands are added; with the
-    settings as its epilog when it will list every command."""
+class Listed(Parser):
+    """A command as ``nebula --help`` lists it: its line only, with no parser behind it. Built
+    for real, the 42 parsers cost ``--help`` a third of its time, mostly argparse asking
+    ``gettext`` for a translation (and the disk for its file) a few times in each."""
+
+    def __init__(self, **_: object) -> None:  # never parses: nothing to set up
+        pass
+
+
+def root(
+    *, everything: bool, commands: type[Parser] = Parser
+) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[Parser]]:
+    """The ``nebula`` parser with its global options, and where commands are added (each a
+    ``commands``); with the settings as its epilog when it will list every command."""
     parser = Parser(
         prog="nebula",
         description="Nebula: GitOps deployments with approvals.",
@@ -134,13 +145,13 @@ def root(*, everything: bool) -> tuple[argparse.ArgumentParser, argparse._SubPar
     )
     parser.add_argument("--context", metavar="NAME", help="use this saved context (nebula login)")
     parser.add_argument("--version", action="version", version=VERSION)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=commands)
     return parser, subparsers
 
 
 def help_text() -> str:
     """What ``nebula --help`` prints: the root parser's help with each command's line."""
-    parser, subparsers = root(everything=True)
+    parser, subparsers = root(everything=True, commands=Listed)
     for command, line in HELP.items():
         subparsers.add_parser(command, help=line)
     return parser.format_help()
