@@ -22,14 +22,19 @@ from typing import Any
 from reconciler import statusdocs
 from reconciler.core.states import ApprovalState
 from reconciler.store import sqlitereads
+from renderers.naming import release_label
 
 Document = dict[str, Any]
 Row = tuple[Any, ...]  # as sqlite3 returns it
 
 
-def _time(value: str | None) -> datetime | None:
+def _at(value: str) -> datetime:
     """As ``store.base.UTCDateTime`` reads it: stored naive UTC, read back aware."""
-    return datetime.fromisoformat(value).replace(tzinfo=UTC) if value is not None else None
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+def _time(value: str | None) -> datetime | None:
+    return _at(value) if value is not None else None
 
 
 def _json(value: str | bytes | None) -> Any:
@@ -108,7 +113,7 @@ class Release:
 
     @property
     def name(self) -> str:
-        return f"r-{self.number}"
+        return release_label(self.number)
 
 
 @dataclass(frozen=True)
@@ -157,7 +162,7 @@ class Deployment:
 
     @classmethod
     def of(cls, r: Row) -> Deployment:
-        return cls(r[0], r[1], r[2], r[3], r[4], r[5], r[6], f"r-{r[7]}")
+        return cls(r[0], r[1], r[2], r[3], r[4], r[5], r[6], release_label(r[7]))
 
 
 def status(path: Path, project: str | None, env: str | None, now: datetime) -> Document | None:
@@ -216,7 +221,7 @@ def _read(
                 services.append(statusdocs.unit_status(u, u.active, pair, waiting))
             shown.append(statusdocs.environment_status(e, p, services))
         documents.append(statusdocs.project_status(p, shown))
-    heartbeat = (datetime.fromisoformat(beat[0]).replace(tzinfo=UTC), beat[1]) if beat else None
+    heartbeat = (_at(beat[0]), beat[1]) if beat is not None else None
     return {"projects": documents, "reconciler": statusdocs.reconciler(heartbeat, now)}
 
 

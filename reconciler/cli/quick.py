@@ -54,6 +54,7 @@ class Transport(http.Transport):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self._full: http.Transport | None = None
+        self._where: Store | None = None  # read from the settings once (status --watch reads again)
 
     def handle_request(self, request: http.Request) -> http.Response:
         if request.method == "GET":
@@ -80,7 +81,7 @@ class Transport(http.Transport):
             checking.check(route, path, query)
         except NebulaError:
             return None  # the acts refuse it in the same words
-        store = _PINNED[0] if _PINNED else self._store()
+        store = self._located()
         if store.path is None:
             return None
         document = statusreads.status(
@@ -90,6 +91,13 @@ class Transport(http.Transport):
             store.clock.now(),
         )
         return None if document is None else http.Response(200, json=document)
+
+    def _located(self) -> Store:
+        if _PINNED:
+            return _PINNED[0]
+        if self._where is None:
+            self._where = self._store()
+        return self._where
 
     def _store(self) -> Store:
         try:

@@ -130,7 +130,7 @@ def test_a_command_that_names_someone_goes_to_the_act(world: Nebula) -> None:
     assert answered.json == _act(world)[1]
 
 
-def test_only_a_pinned_or_configured_sqlite_store_is_read(world: Nebula) -> None:
+def test_a_store_that_is_not_a_sqlite_file_is_read_by_the_act(world: Nebula) -> None:
     quick.pin(None, world.clock)  # as on PostgreSQL: the act reads it
     try:
         assert world.ctx.db.path is not None
